@@ -1,0 +1,64 @@
+"""Readable renderings of cluster actions and of what each step changed, for people."""
+
+from model.cluster import Action, Append, ClusterState, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
+from model.state import NodeState
+
+
+def message_text(message: object) -> str:
+    """A message as `Name(Field=value, ...)`, leaving out fields that hold their default."""
+    name = type(message).__name__
+    defaults = type(message)()
+    fields = [
+        f"{field}={getattr(message, field)!r}"
+        for field in message.__struct_fields__
+        if getattr(message, field) != getattr(defaults, field)
+    ]
+    return f"{name}({', '.join(fields)})"
+
+
+def action_text(action: Action) -> str:
+    kind = type(action)
+    if kind in (Deliver, Drop):
+        envelope = action.envelope
+        verb = "drop" if kind is Drop else ("deliver again" if action.duplicate else "deliver")
+        return f"{verb} {envelope.source}->{envelope.destination} {message_text(envelope.message)}"
+    if kind is Fire:
+        return f"node {action.node}: {action.timer.name.lower()}"
+    if kind is Append:
+        return f"node {action.node}: client append {action.value}"
+    if kind is ResignLeader:
+        return f"node {action.node}: resign"
+    if kind is CrashNode:
+        return f"node {action.node}: crash"
+    if kind is RestartNode:
+        return f"node {action.node}: restart"
+    return repr(action)
+
+
+def log_text(node: NodeState) -> str:
+    """The log as epochs with client values: e.g. `1:LC 1:v1 2:LC`."""
+    return " ".join(f"{r.Epoch}:{'v' + str(r.Value) if isinstance(r.Value, int) else 'LC'}" for r in node.log) or "-"
+
+
+def node_summary(node: NodeState) -> dict[str, str]:
+    return {
+        "role": node.role_name,
+        "epoch": str(node.epoch),
+        "leader": str(node.leader_id),
+        "voted": str(node.voted_id),
+        "log": log_text(node),
+        "hw": str(node.high_watermark),
+    }
+
+
+def changes(node_ids: tuple[int, ...], before: ClusterState, after: ClusterState) -> str:
+    """Only what changed in the nodes, e.g. `n2 role follower->candidate, epoch 1->2`."""
+    parts = []
+    for node_id, old, new in zip(node_ids, before.nodes, after.nodes):
+        if old == new:
+            continue
+        a, b = node_summary(old), node_summary(new)
+        diffs = [f"{k} {a[k]}->{b[k]}" for k in a if a[k] != b[k]]
+        if diffs:
+            parts.append(f"n{node_id} " + ", ".join(diffs))
+    return "; ".join(parts)

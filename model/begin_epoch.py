@@ -1,0 +1,41 @@
+"""BeginQuorumEpoch: a new leader announcing its epoch to the voters, and their endorsements."""
+
+from model.config import NodeConfig
+from model.events import Response, Send, Shutdown
+from model.messages import BeginQuorumEpochRequest, BeginQuorumEpochResponse
+from model.state import NodeState, Role
+from model.transitions import Transition, become_follower, observe_leader, replace
+from model.vote import cluster_id_conflicts
+from spec import errors
+
+
+def handle_begin_request(config: NodeConfig, state: NodeState, source: int, request: BeginQuorumEpochRequest) -> Transition:
+    def answer(s: NodeState, rules: tuple[str, ...], error: int = errors.NONE, *, top_error: int = errors.NONE, extra=()) -> Transition:
+        response = BeginQuorumEpochResponse(ErrorCode=top_error, PartitionErrorCode=error, LeaderId=s.leader_id, LeaderEpoch=s.epoch)
+        return Transition(s, (Send(destination=source, message=response),) + extra, rules + ("COMMON-2",))
+
+    if not config.is_voter:
+        return answer(state, ("VOTER-ONLY-1",), errors.INCONSISTENT_VOTER_SET)
+    if cluster_id_conflicts(config, request.ClusterId):
+        down = replace(state, role=Role.DOWN)
+        reason = f"BeginQuorumEpoch from leader {request.LeaderId} carries cluster id {request.ClusterId!r}, ours is {config.cluster_id!r}"
+        return answer(down, ("BEGIN-REQ-1", "BOOT-2"), top_error=errors.INCONSISTENT_CLUSTER_ID, extra=(Shutdown(reason=reason),))
+    if request.LeaderEpoch < state.epoch:
+        return answer(state, ("BEGIN-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
+    if request.LeaderEpoch == state.epoch and state.leader_id != -1:
+        if state.leader_id != request.LeaderId:
+            return answer(state, ("BEGIN-REQ-3",), errors.INVALID_QUORUM_STATE)
+        return answer(state, ("BEGIN-REQ-4",))
+    follower, outputs = become_follower(config, state, request.LeaderId, request.LeaderEpoch)
+    return answer(follower, ("BEGIN-REQ-4", "QSTATE-2"), extra=outputs)
+
+
+def handle_begin_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
+    response: BeginQuorumEpochResponse = event.message
+    observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
+    if observed is not None:
+        rule = "BEGIN-RESP-3" if response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH else "COMMON-3"
+        return Transition(observed[0], observed[1], (rule, "COMMON-3"))
+    if state.role == Role.LEADER and response.PartitionErrorCode == errors.NONE and response.LeaderEpoch == state.epoch:
+        return Transition(replace(state, endorsed=state.endorsed | {event.source}), (), ("BEGIN-RESP-1",))
+    return Transition(state, (), ())

@@ -1,0 +1,183 @@
+"""A pure cluster of KRaft nodes: N voters, optional observers, a bag network, crashes, history.
+
+The history records what the safety properties need and no node remembers: every (epoch,
+leader) ever elected, every vote ever cast, every record ever committed.
+"""
+
+import msgspec
+
+from model import network
+from model.config import ClusterConfig
+from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Send, Timer, TimerKind
+from model.messages import REQUEST_TYPES, Record
+from model.network import Bag, Envelope
+from model import node as nodes
+from model.state import NodeState, Role
+from model.transitions import Transition
+
+replace = msgspec.structs.replace
+
+
+class History(msgspec.Struct, frozen=True, kw_only=True):
+    elected: frozenset[tuple[int, int]] = frozenset()  # (epoch, leader)
+    votes: frozenset[tuple[int, int, int]] = frozenset()  # (voter, epoch, candidate)
+    committed: tuple[tuple[Record, int], ...] = ()  # (record, epoch of the leader that committed it)
+    max_epochs: tuple[int, ...] = ()  # the largest epoch each node has had
+    violations: frozenset[str] = frozenset()  # step properties seen broken (SAFE-5)
+    appended: int = 0  # client values appended so far
+    crashes: int = 0
+
+
+class ClusterState(msgspec.Struct, frozen=True, kw_only=True):
+    nodes: tuple[NodeState, ...]  # in ClusterConfig.nodes order: voters, then observers
+    network: Bag
+    history: History
+
+
+class Bounds(msgspec.Struct, frozen=True, kw_only=True):
+    """Which faults may happen and how far the environment may go."""
+
+    client_values: int = 1
+    max_crashes: int = 0
+    loss: bool = True
+    duplication: bool = False
+    resign: bool = False
+
+
+# Actions: the environment's choices, one per step of a cluster run.
+class Deliver(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    envelope: Envelope
+    duplicate: bool = False  # deliver a copy and leave the message in flight
+
+
+class Drop(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    envelope: Envelope
+
+
+class Fire(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    node: int
+    timer: TimerKind
+
+
+class Append(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    node: int
+    value: int
+
+
+class ResignLeader(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    node: int
+
+
+class CrashNode(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    node: int
+
+
+class RestartNode(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    node: int
+
+
+Action = Deliver | Drop | Fire | Append | ResignLeader | CrashNode | RestartNode
+
+
+class Cluster:
+    """The static part of a cluster run: its configuration and each member's node config."""
+
+    def __init__(self, config: ClusterConfig, bounds: Bounds = Bounds()) -> None:
+        self.config = config
+        self.bounds = bounds
+        self.ids = config.nodes
+        self.node_configs = tuple(config.node(n) for n in self.ids)
+        self.index = {n: i for i, n in enumerate(self.ids)}
+
+    def initial(self) -> ClusterState:
+        states = tuple(nodes.initial_state(c) for c in self.node_configs)
+        return ClusterState(nodes=states, network=network.EMPTY, history=History(max_epochs=(0,) * len(states)))
+
+    def enabled(self, state: ClusterState) -> list[Action]:
+        """Every action the environment may take in this state."""
+        bounds = self.bounds
+        actions: list[Action] = []
+        for envelope in network.envelopes(state.network):
+            actions.append(Deliver(envelope=envelope))
+            if bounds.duplication:
+                actions.append(Deliver(envelope=envelope, duplicate=True))
+            if bounds.loss:
+                actions.append(Drop(envelope=envelope))
+        history = state.history
+        for node_id, config, node in zip(self.ids, self.node_configs, state.nodes):
+            if node.role == Role.DOWN:
+                actions.append(RestartNode(node=node_id))
+                continue
+            actions.extend(Fire(node=node_id, timer=t) for t in nodes.armed_timers(config, node))
+            if node.role == Role.LEADER:
+                if history.appended < bounds.client_values:
+                    actions.append(Append(node=node_id, value=history.appended + 1))
+                if bounds.resign:
+                    actions.append(ResignLeader(node=node_id))
+            if history.crashes < bounds.max_crashes:
+                actions.append(CrashNode(node=node_id))
+        return actions
+
+    def apply(self, state: ClusterState, action: Action) -> tuple[ClusterState, Transition | None]:
+        """The state after an action, and the node transition it caused (None for a drop)."""
+        bag = state.network
+        history = state.history
+        kind = type(action)
+        if kind is Drop:
+            return replace(state, network=network.remove(bag, action.envelope)), None
+        if kind is Deliver:
+            envelope = action.envelope
+            if not action.duplicate:
+                bag = network.remove(bag, envelope)
+            node_id = envelope.destination
+            if envelope.request is None:
+                event = Request(source=envelope.source, message=envelope.message)
+            else:
+                event = Response(source=envelope.source, message=envelope.message, request=envelope.request)
+        else:
+            node_id = action.node
+            if kind is Fire:
+                event = Timer(kind=action.timer)
+            elif kind is Append:
+                event = ClientAppend(value=action.value)
+                history = replace(history, appended=history.appended + 1)
+            elif kind is ResignLeader:
+                event = Resign()
+            elif kind is CrashNode:
+                event = Crash()
+                history = replace(history, crashes=history.crashes + 1)
+            else:
+                event = Restart()
+        i = self.index[node_id]
+        before = state.nodes[i]
+        transition = nodes.step(self.node_configs[i], before, event)
+        after = transition.state
+        answered = event.message if type(event) is Request else None
+        for output in transition.outputs:
+            if type(output) is Send:
+                request = None if type(output.message) in REQUEST_TYPES else answered
+                bag = network.add(bag, Envelope(source=node_id, destination=output.destination, message=output.message, request=request))
+        members = state.nodes[:i] + (after,) + state.nodes[i + 1 :]
+        history = record(history, i, node_id, before, after)
+        return ClusterState(nodes=members, network=bag, history=history), transition
+
+
+def record(history: History, index: int, node_id: int, before: NodeState, after: NodeState) -> History:
+    """Add what a node's step did to the history the safety properties read."""
+    changes: dict[str, object] = {}
+    if after.epoch > history.max_epochs[index]:
+        epochs = history.max_epochs
+        changes["max_epochs"] = epochs[:index] + (after.epoch,) + epochs[index + 1 :]
+    if after.voted_id != -1 and (after.epoch, after.voted_id) != (before.epoch, before.voted_id):
+        changes["votes"] = history.votes | {(node_id, after.epoch, after.voted_id)}
+    if after.role == Role.LEADER:
+        if before.role != Role.LEADER or before.epoch != after.epoch:
+            changes["elected"] = history.elected | {(after.epoch, node_id)}
+        elif after.log[: len(before.log)] != before.log:
+            changes["violations"] = history.violations | {"SAFE-5"}
+        if after.high_watermark > before.high_watermark:
+            known = {entry for entry, _ in history.committed}
+            fresh = tuple((r, after.epoch) for r in after.log[before.high_watermark : after.high_watermark] if r not in known)
+            if fresh:
+                changes["committed"] = tuple(sorted(history.committed + fresh, key=lambda rc: rc[0].Offset))
+    return replace(history, **changes) if changes else history

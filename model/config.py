@@ -1,0 +1,128 @@
+"""Cluster and node configuration, and profiles: named sets of model options.
+
+Where the KIP text and an implementation differ, or where a deliberately faulty variant is
+wanted, the model has one named option; a profile is a set of option values. Handlers read
+options, they are never copied to vary.
+"""
+
+import msgspec
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot describe a KRaft cluster; the message names what is wrong."""
+
+
+class Options(msgspec.Struct, frozen=True, kw_only=True):
+    """Switches the handlers consult. The defaults are KIP-595 as written."""
+
+    # FETCH-REQ-3A: "at_most" = the largest epoch <= LastFetchedEpoch (Kafka's semantics, the
+    # model's reading); "below" = strictly below it, as the KIP's text literally says, which lets
+    # a follower truncate committed records (the checker shows SAFE-9 and SAFE-6 break).
+    diverging_epoch: str = "at_most"
+    # Faulty variants, each breaking one rule on purpose (the checker must find them).
+    hw_any_epoch: bool = False  # HW-1 ignored: commit entries of earlier epochs by counting
+    vote_without_log_check: bool = False  # VOTE-REQ-4B: grant without the up-to-date check
+    forget_vote_on_restart: bool = False  # QSTATE-3: VotedId not persisted across restart
+    truncate_to_hw: bool = False  # K101-3: a new follower truncates to its high watermark
+    skip_leader_change: bool = False  # VOTE-RESP-3: no LeaderChange record on election
+
+
+PROFILES: dict[str, Options] = {
+    "kip595": Options(),
+    "kip595-literal-diverging": Options(diverging_epoch="below"),
+}
+
+FAULTY_PROFILES: dict[str, Options] = {
+    "faulty-hw-any-epoch": Options(hw_any_epoch=True),
+    "faulty-vote-no-log-check": Options(vote_without_log_check=True),
+    "faulty-forget-vote": Options(forget_vote_on_restart=True),
+    "faulty-truncate-to-hw": Options(truncate_to_hw=True),
+    "faulty-no-leader-change": Options(skip_leader_change=True),
+}
+
+
+def profile(name: str) -> Options:
+    """The options of a named profile (faulty variants included)."""
+    known = PROFILES | FAULTY_PROFILES
+    if name not in known:
+        raise ConfigError(f"unknown profile {name!r}; known profiles: {', '.join(sorted(known))}")
+    return known[name]
+
+
+class Timing(msgspec.Struct, frozen=True, kw_only=True):
+    """The KIP's quorum.* timing configuration, in milliseconds (used only in emitted timers)."""
+
+    fetch_timeout_ms: int = 2000
+    election_timeout_ms: int = 1000
+    election_backoff_max_ms: int = 1000
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    retry_backoff_max_ms: int = 1000
+
+
+class NodeConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What one node knows statically: who it is, the voters, its cached cluster id, options."""
+
+    node_id: int
+    voters: tuple[int, ...]
+    observers: tuple[int, ...] = ()
+    cluster_id: str | None = "kraft-cluster"
+    options: Options = Options()
+    timing: Timing = Timing()
+
+    @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.voters
+
+    @property
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        """Voters then observers: the order of the leader's per-replica progress."""
+        return self.voters + self.observers
+
+
+class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A cluster: its voters, observers, shared cluster id and profile."""
+
+    voters: tuple[int, ...]
+    observers: tuple[int, ...] = ()
+    cluster_id: str | None = "kraft-cluster"
+    profile: str = "kip595"
+    timing: Timing = Timing()
+
+    def __post_init__(self) -> None:
+        validate_members(self.voters, self.observers)
+        profile(self.profile)
+
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        return self.voters + self.observers
+
+    def node(self, node_id: int) -> NodeConfig:
+        """The static configuration of one member."""
+        if node_id not in self.nodes:
+            raise ConfigError(f"node {node_id} is neither a voter {list(self.voters)} nor an observer {list(self.observers)}")
+        return NodeConfig(
+            node_id=node_id,
+            voters=self.voters,
+            observers=self.observers,
+            cluster_id=self.cluster_id,
+            options=profile(self.profile),
+            timing=self.timing,
+        )
+
+
+def validate_members(voters: tuple[int, ...], observers: tuple[int, ...]) -> None:
+    """Reject member lists that no cluster can have."""
+    if not voters:
+        raise ConfigError("the voter set is empty: a quorum needs at least one voter")
+    members = list(voters) + list(observers)
+    negative = sorted(n for n in members if n < 0)
+    if negative:
+        raise ConfigError(f"node ids must be non-negative, got {negative}")
+    duplicates = sorted({n for n in members if members.count(n) > 1})
+    if duplicates:
+        raise ConfigError(f"duplicate node ids {duplicates} (a node is either one voter or one observer)")

@@ -1,0 +1,100 @@
+"""Fetch: pull replication, log reconciliation by DivergingEpoch, and the high watermark."""
+
+from model import log as logs
+from model.config import NodeConfig
+from model.events import Response, Send, Shutdown
+from model.messages import FetchRequest, FetchResponse, LeaderIdAndEpoch
+from model.state import NodeState, Role
+from model.transitions import (
+    NO_OUTPUTS,
+    Transition,
+    advance_high_watermark,
+    become_unattached,
+    observe_leader,
+    replace,
+    send_fetch,
+)
+from model.vote import cluster_id_conflicts
+from spec import errors
+
+
+def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, request: FetchRequest) -> Transition:
+    def answer(s: NodeState, rules: tuple[str, ...], error: int = errors.NONE, *, top_error: int = errors.NONE, records=(), diverging=logs.NO_EPOCH, extra=()) -> Transition:
+        response = FetchResponse(
+            ErrorCode=top_error,
+            PartitionErrorCode=error,
+            HighWatermark=s.high_watermark,
+            DivergingEpoch=diverging,
+            CurrentLeader=LeaderIdAndEpoch(LeaderId=s.leader_id, LeaderEpoch=s.epoch),
+            Records=records,
+        )
+        return Transition(s, (Send(destination=source, message=response),) + extra, rules + ("COMMON-2",))
+
+    if cluster_id_conflicts(config, request.ClusterId):
+        return answer(state, ("FETCH-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
+    if request.CurrentLeaderEpoch < state.epoch:
+        return answer(state, ("FETCH-REQ-2A", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
+    if request.CurrentLeaderEpoch > state.epoch:
+        return answer(state, ("FETCH-REQ-2B", "COMMON-1"), errors.UNKNOWN_LEADER_EPOCH)
+    if state.role != Role.LEADER:
+        rules = ("FETCH-REQ-5", "RESIGN-1") if state.role == Role.RESIGNED else ("FETCH-REQ-5",)
+        return answer(state, rules, errors.NOT_LEADER_OR_FOLLOWER)
+
+    leader = state
+    rules: tuple[str, ...] = ()
+    if source in config.voters:
+        leader = replace(leader, endorsed=leader.endorsed | {source}, fetched=leader.fetched | {source})
+        rules = ("BEGIN-RESP-2",)
+    if not logs.is_consistent(leader.log, request.FetchOffset, request.LastFetchedEpoch):
+        below = config.options.diverging_epoch == "below"
+        diverging = logs.end_offset_for_epoch(leader.log, request.LastFetchedEpoch, strictly_below=below)
+        if diverging == logs.NO_EPOCH:
+            diverging = replace(diverging, Epoch=0, EndOffset=0)
+        return answer(leader, rules + ("FETCH-REQ-3", "FETCH-REQ-3A", "LOG-2"), diverging=diverging)
+
+    committed = NO_OUTPUTS
+    if source in config.replicas:
+        index = config.replicas.index(source)
+        offsets = leader.replica_offsets
+        leader = replace(leader, replica_offsets=offsets[:index] + (request.FetchOffset,) + offsets[index + 1 :])
+        if source in config.voters:
+            leader, committed = advance_high_watermark(config, leader)
+            rules += ("FETCH-REQ-4", "HW-1", "HW-2")
+        else:
+            rules += ("HW-3",)
+    records = leader.log[request.FetchOffset :]
+    return answer(leader, rules + ("FETCH-REQ-3", "FETCH-REQ-6"), records=records, extra=committed)
+
+
+def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
+    response: FetchResponse = event.message
+    if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
+        reason = f"Fetch response from {event.source}: cluster id conflicts with ours ({config.cluster_id!r})"
+        return Transition(replace(state, role=Role.DOWN), (Shutdown(reason=reason),), ("FETCH-RESP-4", "BOOT-2"))
+    leader = response.CurrentLeader
+    observed = observe_leader(config, state, leader.LeaderId, leader.LeaderEpoch)
+    fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
+    if observed is not None:
+        if fenced and leader.LeaderId == -1:
+            unattached, outputs = become_unattached(config, state, leader.LeaderEpoch, discover=True)
+            return Transition(unattached, outputs, ("FETCH-RESP-1", "OBS-2"))
+        return Transition(observed[0], observed[1], ("FETCH-RESP-1", "COMMON-3") if fenced else ("COMMON-3", "OBS-2"))
+    if event.request != state.fetching or state.role not in (Role.FOLLOWER, Role.OBSERVER):
+        return Transition(state, NO_OUTPUTS, ())
+    if response.PartitionErrorCode != errors.NONE or response.ErrorCode != errors.NONE:
+        return Transition(replace(state, fetching=None), NO_OUTPUTS, ("FETCH-RESP-1",) if fenced else ())
+    if response.DivergingEpoch.Epoch != -1:
+        log = logs.truncate_diverging(state.log, response.DivergingEpoch)
+        truncated = replace(state, log=log, high_watermark=min(state.high_watermark, len(log)))
+        truncated, outputs = send_fetch(config, truncated)
+        return Transition(truncated, outputs, ("FETCH-RESP-2", "K101-3", "FETCH-SEND-2", "FETCH-SEND-1"))
+    log = state.log
+    rules: tuple[str, ...] = ("FETCH-RESP-3", "HW-4", "FETCH-SEND-2", "FETCH-SEND-1")
+    records = response.Records or ()
+    if records and records[0].Offset == len(log):
+        log = log + tuple(records)
+        if any(not isinstance(r.Value, int) for r in records):
+            rules += ("FETCH-RESP-5",)
+    replicated = replace(state, log=log, high_watermark=min(response.HighWatermark, len(log)))
+    replicated, outputs = send_fetch(config, replicated)
+    return Transition(replicated, outputs, rules)

@@ -1,0 +1,165 @@
+"""A KRaft node as a pure state machine: step(config, state, event) -> Transition.
+
+One entry point for every input, as in etcd's raft `Step`: requests and responses go to their
+RPC's handler, timers, client appends, resignation, crash and restart are handled here.
+"""
+
+from model.begin_epoch import handle_begin_request, handle_begin_response
+from model.config import NodeConfig
+from model.describe import handle_describe_request
+from model.end_epoch import handle_end_request, handle_end_response, resign
+from model.events import AppendResult, ClientAppend, Crash, Event, Request, Resign, Response, Restart, Send, Timer, TimerKind
+from model.fetch import handle_fetch_request, handle_fetch_response
+from model import log as logs
+from model.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    DescribeQuorumRequest,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    OffsetsForLeaderEpochRequest,
+    VoteRequest,
+    VoteResponse,
+)
+from model.offsets import handle_offsets_request
+from model.state import NodeState, Role
+from model.transitions import (
+    NO_OUTPUTS,
+    Transition,
+    advance_high_watermark,
+    become_candidate,
+    become_follower,
+    become_unattached,
+    enter_role,
+    replace,
+    request_votes,
+    send_fetch,
+)
+from model.vote import handle_vote_request, handle_vote_response
+from spec import errors
+
+REQUEST_HANDLERS = {
+    VoteRequest: handle_vote_request,
+    BeginQuorumEpochRequest: handle_begin_request,
+    EndQuorumEpochRequest: handle_end_request,
+    FetchRequest: handle_fetch_request,
+    DescribeQuorumRequest: handle_describe_request,
+    OffsetsForLeaderEpochRequest: handle_offsets_request,
+}
+
+RESPONSE_HANDLERS = {
+    VoteResponse: handle_vote_response,
+    BeginQuorumEpochResponse: handle_begin_response,
+    EndQuorumEpochResponse: handle_end_response,
+    FetchResponse: handle_fetch_response,
+}
+
+UNCHANGED: tuple[str, ...] = ()
+
+
+def initial_state(config: NodeConfig) -> NodeState:
+    """A node on a freshly bootstrapped cluster: epoch 0, no leader, no vote, empty log."""
+    return NodeState(role=Role.UNATTACHED if config.is_voter else Role.OBSERVER)
+
+
+def step(config: NodeConfig, state: NodeState, event: Event) -> Transition:
+    """Apply one event to one node."""
+    if state.role == Role.DOWN and not isinstance(event, Restart):
+        return Transition(state, NO_OUTPUTS, UNCHANGED)
+    kind = type(event)
+    if kind is Request:
+        return REQUEST_HANDLERS[type(event.message)](config, state, event.source, event.message)
+    if kind is Response:
+        handler = RESPONSE_HANDLERS.get(type(event.message))
+        return handler(config, state, event) if handler else Transition(state, NO_OUTPUTS, UNCHANGED)
+    if kind is Timer:
+        return on_timer(config, state, event.kind)
+    if kind is ClientAppend:
+        return on_client_append(config, state, event.value)
+    if kind is Resign:
+        return resign(config, state)
+    if kind is Crash:
+        return Transition(enter_role(state, Role.DOWN, high_watermark=0), NO_OUTPUTS, ("QSTATE-3", "LOG-3"))
+    return restart(config, state)
+
+
+def armed_timers(config: NodeConfig, state: NodeState) -> tuple[TimerKind, ...]:
+    """The timers whose expiry changes something in this state (what the environment may fire)."""
+    role = state.role
+    if role in (Role.FOLLOWER, Role.OBSERVER):
+        return (TimerKind.FETCH_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
+    if role == Role.CANDIDATE:
+        return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
+    if role in (Role.UNATTACHED, Role.RESIGNED):
+        return (TimerKind.ELECTION_TIMEOUT,)
+    if role == Role.LEADER:
+        return (TimerKind.PROGRESS_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
+    return ()
+
+
+def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transition:
+    role = state.role
+    if kind == TimerKind.FETCH_TIMEOUT:
+        if role == Role.FOLLOWER:
+            candidate, outputs = become_candidate(config, state)
+            return Transition(candidate, outputs, ("ELECT-1", "ELECT-4", "ELECT-6", "QSTATE-2"))
+        if role == Role.OBSERVER:
+            lost, outputs = become_unattached(config, state, state.epoch, discover=True)
+            return Transition(lost, outputs, ("OBS-1", "OBS-2", "BOOT-4"))
+    elif kind == TimerKind.ELECTION_TIMEOUT and role in (Role.CANDIDATE, Role.UNATTACHED, Role.RESIGNED):
+        rule = {Role.CANDIDATE: "ELECT-2", Role.UNATTACHED: "ELECT-3", Role.RESIGNED: "RESIGN-1"}[role]
+        candidate, outputs = become_candidate(config, state)
+        return Transition(candidate, outputs, (rule, "ELECT-4", "ELECT-6", "QSTATE-2"))
+    elif kind == TimerKind.PROGRESS_TIMEOUT and role == Role.LEADER:
+        if len(state.fetched) >= config.majority:
+            return Transition(replace(state, fetched=frozenset((config.node_id,))), NO_OUTPUTS, ("PROGRESS-1",))
+        candidate, outputs = become_candidate(config, state)
+        return Transition(candidate, outputs, ("PROGRESS-1", "ELECT-4", "QSTATE-2"))
+    elif kind == TimerKind.REQUEST_TIMEOUT:
+        return retry_requests(config, state)
+    return Transition(state, NO_OUTPUTS, UNCHANGED)
+
+
+def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
+    """RETRY-1: re-send what is unanswered: the Fetch, the Vote requests, the BeginQuorumEpochs."""
+    role = state.role
+    if role in (Role.FOLLOWER, Role.OBSERVER):
+        fetching, outputs = send_fetch(config, state)
+        return Transition(fetching, outputs, ("RETRY-1", "FETCH-SEND-1"))
+    if role == Role.CANDIDATE:
+        return Transition(state, request_votes(config, state), ("RETRY-1",))
+    if role == Role.LEADER:
+        announce = BeginQuorumEpochRequest(ClusterId=config.cluster_id, LeaderId=config.node_id, LeaderEpoch=state.epoch)
+        outputs = tuple(Send(destination=v, message=announce) for v in config.voters if v not in state.endorsed)
+        return Transition(state, outputs, ("RETRY-1", "BEGIN-RESP-1"))
+    return Transition(state, NO_OUTPUTS, UNCHANGED)
+
+
+def on_client_append(config: NodeConfig, state: NodeState, value: int) -> Transition:
+    """CLIENT-1: only the leader appends, in its own epoch."""
+    if state.role != Role.LEADER:
+        return Transition(state, (AppendResult(ErrorCode=errors.NOT_LEADER_OR_FOLLOWER, Offset=-1),), ("CLIENT-1",))
+    log = logs.append(state.log, state.epoch, value)
+    me = config.replicas.index(config.node_id)
+    offsets = state.replica_offsets[:me] + (len(log),) + state.replica_offsets[me + 1 :]
+    leader, committed = advance_high_watermark(config, replace(state, log=log, replica_offsets=offsets))
+    return Transition(leader, (AppendResult(ErrorCode=errors.NONE, Offset=len(log) - 1),) + committed, ("CLIENT-1", "CLIENT-2", "LOG-1"))
+
+
+def restart(config: NodeConfig, state: NodeState) -> Transition:
+    """QSTATE-3/4: come back from the quorum-state file and the log; volatile state starts afresh."""
+    voted_id = -1 if config.options.forget_vote_on_restart else state.voted_id
+    durable = NodeState(role=Role.DOWN, epoch=state.epoch, leader_id=state.leader_id, voted_id=voted_id, log=state.log)
+    me = config.node_id
+    if durable.leader_id == me:
+        return Transition(replace(durable, role=Role.RESIGNED), NO_OUTPUTS, ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
+    if durable.leader_id != -1:
+        follower, outputs = become_follower(config, durable, durable.leader_id, durable.epoch)
+        return Transition(follower, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4", "FETCH-SEND-1"))
+    if durable.voted_id == me and config.is_voter:
+        candidate = replace(durable, role=Role.CANDIDATE, granted=frozenset((me,)))
+        return Transition(candidate, request_votes(config, candidate), ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
+    unattached, outputs = become_unattached(config, durable, durable.epoch, discover=True)
+    return Transition(unattached, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4", "BOOT-1"))

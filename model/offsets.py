@@ -1,0 +1,24 @@
+"""KIP-101's OffsetsForLeaderEpoch, answered from the leader's epoch cache."""
+
+from model import log as logs
+from model.config import NodeConfig
+from model.events import Send
+from model.messages import OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
+from model.state import NodeState, Role
+from model.transitions import Transition
+from spec import errors
+
+
+def handle_offsets_request(config: NodeConfig, state: NodeState, source: int, request: OffsetsForLeaderEpochRequest) -> Transition:
+    def answer(rules: tuple[str, ...], error: int, epoch: int = -1, end_offset: int = -1) -> Transition:
+        response = OffsetsForLeaderEpochResponse(ErrorCode=error, LeaderEpoch=epoch, EndOffset=end_offset)
+        return Transition(state, (Send(destination=source, message=response),), rules)
+
+    if request.CurrentLeaderEpoch != -1 and request.CurrentLeaderEpoch < state.epoch:
+        return answer(("K101-4", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
+    if request.CurrentLeaderEpoch > state.epoch:
+        return answer(("K101-4", "COMMON-1"), errors.UNKNOWN_LEADER_EPOCH)
+    if state.role != Role.LEADER:
+        return answer(("K101-4",), errors.NOT_LEADER_OR_FOLLOWER)
+    found = logs.end_offset_for_epoch(state.log, request.LeaderEpoch)
+    return answer(("K101-2", "K101-1", "LOG-2"), errors.NONE, found.Epoch, found.EndOffset)

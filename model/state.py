@@ -1,0 +1,54 @@
+"""A node's state: the persisted quorum state and log, and the volatile role state.
+
+States are immutable and hashable so exploration can deduplicate them. Only the fields a role
+uses are non-empty; every transition clears the others (see model/transitions.py).
+"""
+
+import enum
+
+import msgspec
+
+from model.messages import FetchRequest, QuorumStateMessage, Record, Voter
+
+
+class Role(enum.IntEnum):
+    UNATTACHED = 0  # a voter that knows no leader for its epoch (it may hold a vote)
+    FOLLOWER = 1
+    CANDIDATE = 2
+    LEADER = 3
+    RESIGNED = 4
+    OBSERVER = 5  # a non-voter, following a leader or looking for one
+    DOWN = 6  # crashed, or shut down after a fatal error
+
+
+class NodeState(msgspec.Struct, frozen=True, kw_only=True):
+    role: Role = Role.UNATTACHED
+    # Persisted: the quorum-state file (QSTATE-1) and the log (LOG-3).
+    epoch: int = 0
+    leader_id: int = -1
+    voted_id: int = -1
+    log: tuple[Record, ...] = ()
+    # Volatile.
+    high_watermark: int = 0
+    granted: frozenset[int] = frozenset()  # candidate: voters that granted, self included
+    endorsed: frozenset[int] = frozenset()  # leader: voters known to accept its leadership
+    fetched: frozenset[int] = frozenset()  # leader: voters that fetched since the last progress check
+    replica_offsets: tuple[int, ...] = ()  # leader: fetch offset per replica (NodeConfig.replicas), -1 unknown
+    fetching: FetchRequest | None = None  # follower/observer: the Fetch in flight
+
+    @property
+    def role_name(self) -> str:
+        if self.role == Role.UNATTACHED and self.voted_id != -1:
+            return "voted"
+        return self.role.name.lower()
+
+
+def quorum_state_file(state: NodeState, voters: tuple[int, ...]) -> QuorumStateMessage:
+    """The quorum-state file as the KIP's QuorumStateMessage (AppliedOffset: the high watermark)."""
+    return QuorumStateMessage(
+        LeaderId=state.leader_id,
+        LeaderEpoch=state.epoch,
+        VotedId=state.voted_id,
+        AppliedOffset=state.high_watermark,
+        CurrentVoters=tuple(Voter(VoterId=v) for v in voters),
+    )

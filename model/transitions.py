@@ -1,0 +1,176 @@
+"""Role changes shared by the RPC handlers: each returns the new state and the outputs it causes.
+
+Every change of epoch, leader or vote goes through here, so the quorum-state rules (QSTATE-2,
+ELECT-4, VOTE-RESP-3, BEGIN-REQ-4, COMMON-3) are written once.
+"""
+
+from typing import NamedTuple
+
+import msgspec
+
+from model import log as logs
+from model.config import NodeConfig
+from model.events import Committed, Output, Send, SetTimer, TimerKind
+from model.messages import (
+    BeginQuorumEpochRequest,
+    FetchRequest,
+    LeaderChangeMessage,
+    VoteRequest,
+)
+from model.state import NodeState, Role
+
+replace = msgspec.structs.replace
+
+NO_OUTPUTS: tuple[Output, ...] = ()
+
+
+class Transition(NamedTuple):
+    """What one step did: the next state, the outputs, and the rule IDs of the branches taken."""
+
+    state: NodeState
+    outputs: tuple[Output, ...]
+    rules: tuple[str, ...]
+
+
+def enter_role(state: NodeState, role: Role, **changes: object) -> NodeState:
+    """The state in a new role with every volatile role field cleared unless given."""
+    cleared = {
+        "granted": frozenset(),
+        "endorsed": frozenset(),
+        "fetched": frozenset(),
+        "replica_offsets": (),
+        "fetching": None,
+    }
+    return replace(state, role=role, **(cleared | changes))
+
+
+def fetch_request(config: NodeConfig, state: NodeState) -> FetchRequest:
+    """FETCH-SEND-1: a Fetch describing the end of the local log."""
+    return FetchRequest(
+        ClusterId=config.cluster_id,
+        ReplicaId=config.node_id,
+        CurrentLeaderEpoch=state.epoch,
+        FetchOffset=len(state.log),
+        LastFetchedEpoch=logs.last_epoch(state.log),
+    )
+
+
+def send_fetch(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
+    """Fetch from the known leader, or from every voter when no leader is known (OBS-2, BOOT-1)."""
+    request = fetch_request(config, state)
+    if state.leader_id != -1 and state.leader_id != config.node_id:
+        targets: tuple[int, ...] = (state.leader_id,)
+    else:
+        targets = tuple(v for v in config.voters if v != config.node_id)
+    return replace(state, fetching=request), tuple(Send(destination=t, message=request) for t in targets)
+
+
+def become_follower(config: NodeConfig, state: NodeState, leader_id: int, epoch: int) -> tuple[NodeState, tuple[Output, ...]]:
+    """Persist the leader and epoch, then fetch from it (BEGIN-REQ-4, COMMON-3)."""
+    voted_id = state.voted_id if epoch == state.epoch else -1
+    log = state.log[: state.high_watermark] if config.options.truncate_to_hw else state.log
+    role = Role.FOLLOWER if config.is_voter else Role.OBSERVER
+    following = enter_role(state, role, epoch=epoch, leader_id=leader_id, voted_id=voted_id, log=log)
+    return send_fetch(config, following)
+
+
+def become_unattached(config: NodeConfig, state: NodeState, epoch: int, *, discover: bool = False) -> tuple[NodeState, tuple[Output, ...]]:
+    """Adopt an epoch whose leader is unknown. Observers (and nodes told to) look for the leader."""
+    voted_id = state.voted_id if epoch == state.epoch else -1
+    role = Role.UNATTACHED if config.is_voter else Role.OBSERVER
+    unattached = enter_role(state, role, epoch=epoch, leader_id=-1, voted_id=voted_id)
+    if discover or not config.is_voter:
+        return send_fetch(config, unattached)
+    return unattached, NO_OUTPUTS
+
+
+def vote_request(config: NodeConfig, state: NodeState) -> VoteRequest:
+    last = state.log[-1] if state.log else None
+    return VoteRequest(
+        ClusterId=config.cluster_id,
+        CandidateEpoch=state.epoch,
+        CandidateId=config.node_id,
+        LastOffsetEpoch=last.Epoch if last else 0,
+        LastOffset=last.Offset if last else -1,
+    )
+
+
+def request_votes(config: NodeConfig, state: NodeState) -> tuple[Output, ...]:
+    """Vote requests to every voter that has not granted yet."""
+    request = vote_request(config, state)
+    return tuple(Send(destination=v, message=request) for v in config.voters if v not in state.granted)
+
+
+def become_candidate(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
+    """ELECT-4: bump the epoch, vote for self (persisted), then ask every other voter."""
+    candidate = enter_role(
+        state,
+        Role.CANDIDATE,
+        epoch=state.epoch + 1,
+        leader_id=-1,
+        voted_id=config.node_id,
+        granted=frozenset((config.node_id,)),
+    )
+    if len(candidate.granted) >= config.majority:
+        return become_leader(config, candidate)
+    timer = SetTimer(
+        kind=TimerKind.ELECTION_TIMEOUT,
+        delay_ms=config.timing.election_timeout_ms,
+        jitter_ms=config.timing.election_backoff_max_ms,
+    )
+    return candidate, request_votes(config, candidate) + (timer,)
+
+
+def become_leader(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
+    """VOTE-RESP-2/3: persist leadership, append the LeaderChange record, announce the epoch."""
+    log = state.log
+    if not config.options.skip_leader_change:
+        voted = LeaderChangeMessage(LeaderId=config.node_id, VotedIds=tuple(sorted(state.granted)))
+        log = logs.append(log, state.epoch, voted)
+    me = config.node_id
+    offsets = tuple(len(log) if r == me else -1 for r in config.replicas)
+    leader = enter_role(
+        state,
+        Role.LEADER,
+        leader_id=me,
+        log=log,
+        endorsed=frozenset((me,)),
+        fetched=frozenset((me,)),
+        replica_offsets=offsets,
+    )
+    leader, committed = advance_high_watermark(config, leader)
+    announce = BeginQuorumEpochRequest(ClusterId=config.cluster_id, LeaderId=me, LeaderEpoch=state.epoch)
+    sends = tuple(Send(destination=v, message=announce) for v in config.voters if v != me)
+    return leader, sends + committed
+
+
+def advance_high_watermark(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
+    """HW-1/HW-2: the largest offset on a majority of voters, once it covers an entry of this epoch."""
+    voter_offsets = sorted((state.replica_offsets[i] for i in range(len(config.voters))), reverse=True)
+    majority_offset = voter_offsets[config.majority - 1]
+    if not config.options.hw_any_epoch:
+        start = logs.epoch_start(state.log, state.epoch)
+        if start is None or majority_offset <= start:
+            return state, NO_OUTPUTS
+    if majority_offset <= state.high_watermark:
+        return state, NO_OUTPUTS
+    return replace(state, high_watermark=majority_offset), (Committed(HighWatermark=majority_offset),)
+
+
+def observe_leader(config: NodeConfig, state: NodeState, leader_id: int, epoch: int) -> tuple[NodeState, tuple[Output, ...]] | None:
+    """COMMON-3: act on the leader and epoch piggy-backed on a response; None if nothing new.
+
+    A larger epoch is adopted (following its leader if named); in the node's own epoch a named
+    leader is followed when the node knows none and is not itself a leader.
+    """
+    if state.role == Role.DOWN or leader_id == config.node_id:
+        if epoch > state.epoch:
+            return become_unattached(config, state, epoch)
+        return None
+    if epoch > state.epoch:
+        if leader_id != -1:
+            return become_follower(config, state, leader_id, epoch)
+        return become_unattached(config, state, epoch)
+    if epoch == state.epoch and leader_id != -1 and state.leader_id == -1 and state.role != Role.LEADER:
+        return become_follower(config, state, leader_id, epoch)
+    return None

@@ -1,0 +1,70 @@
+"""Vote: the candidate's request (ELECT-4) and its handling at voters and at the candidate."""
+
+from model import log as logs
+from model.config import NodeConfig
+from model.messages import VoteRequest, VoteResponse
+from model.state import NodeState, Role
+from model.transitions import Transition, become_leader, become_unattached, observe_leader, replace
+from model.events import Response, Send, SetTimer, TimerKind
+from spec import errors
+
+
+def cluster_id_conflicts(config: NodeConfig, cluster_id: str | None) -> bool:
+    """BOOT-2: only a non-null id that differs from a non-null cached id is a conflict."""
+    return cluster_id is not None and config.cluster_id is not None and cluster_id != config.cluster_id
+
+
+def handle_vote_request(config: NodeConfig, state: NodeState, source: int, request: VoteRequest) -> Transition:
+    def answer(s: NodeState, granted: bool, rules: tuple[str, ...], *, error: int = errors.NONE, top_error: int = errors.NONE, extra=()) -> Transition:
+        response = VoteResponse(
+            ErrorCode=top_error, PartitionErrorCode=error, LeaderId=s.leader_id, LeaderEpoch=s.epoch, VoteGranted=granted
+        )
+        return Transition(s, extra + (Send(destination=source, message=response),), rules + ("COMMON-2",))
+
+    if not config.is_voter:
+        return answer(state, False, ("VOTER-ONLY-1",), error=errors.INCONSISTENT_VOTER_SET)
+    if cluster_id_conflicts(config, request.ClusterId):
+        return answer(state, False, ("VOTE-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
+    if request.CandidateEpoch < state.epoch:
+        return answer(state, False, ("VOTE-REQ-2", "COMMON-1"), error=errors.FENCED_LEADER_EPOCH)
+
+    rules: tuple[str, ...] = ()
+    outputs: tuple = ()
+    if request.CandidateEpoch > state.epoch:
+        state, outputs = become_unattached(config, state, request.CandidateEpoch)
+        rules = ("VOTE-REQ-4",)
+    if state.voted_id != -1:
+        return answer(state, state.voted_id == request.CandidateId, rules + ("VOTE-REQ-3", "ELECT-5"), extra=outputs)
+    if state.leader_id != -1:
+        return answer(state, False, rules + ("VOTE-REQ-3A",), extra=outputs)
+    if request.CandidateId not in config.voters:
+        timer = SetTimer(
+            kind=TimerKind.ELECTION_TIMEOUT,
+            delay_ms=config.timing.election_timeout_ms,
+            jitter_ms=config.timing.election_backoff_max_ms,
+        )
+        return answer(state, False, rules + ("VOTE-REQ-4A",), error=errors.INCONSISTENT_VOTER_SET, extra=outputs + (timer,))
+    up_to_date = logs.is_up_to_date(request.LastOffsetEpoch, request.LastOffset, state.log)
+    if not up_to_date and not config.options.vote_without_log_check:
+        return answer(state, False, rules + ("VOTE-REQ-4B", "VOTE-LOG-1"), extra=outputs)
+    voted = replace(state, voted_id=request.CandidateId)
+    return answer(voted, True, rules + ("VOTE-REQ-4B", "VOTE-LOG-1", "QSTATE-2"), extra=outputs)
+
+
+def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
+    response: VoteResponse = event.message
+    request: VoteRequest = event.request
+    observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
+    if observed is not None:
+        return Transition(observed[0], observed[1], ("COMMON-3", "VOTE-RESP-1"))
+    if state.role != Role.CANDIDATE or request.CandidateEpoch != state.epoch or response.LeaderEpoch != state.epoch:
+        return Transition(state, (), ("VOTE-RESP-1",))
+    if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
+        return Transition(state, (), ("BOOT-3",))
+    if not response.VoteGranted:
+        return Transition(state, (), ("VOTE-RESP-2",))
+    candidate = replace(state, granted=state.granted | {event.source})
+    if len(candidate.granted) < config.majority:
+        return Transition(candidate, (), ("VOTE-RESP-2",))
+    leader, outputs = become_leader(config, candidate)
+    return Transition(leader, outputs, ("VOTE-RESP-2", "VOTE-RESP-3", "QSTATE-2"))
