@@ -4,7 +4,7 @@ from model.config import NodeConfig
 from model.events import Response, Send, Shutdown
 from model.messages import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import Transition, become_follower, observe_leader, replace
+from model.transitions import Transition, become_follower, enter_role, observe_leader, replace
 from model.vote import cluster_id_conflicts
 from spec import errors
 
@@ -17,7 +17,7 @@ def handle_begin_request(config: NodeConfig, state: NodeState, source: int, requ
     if not config.is_voter:
         return answer(state, ("VOTER-ONLY-1",), errors.INCONSISTENT_VOTER_SET)
     if cluster_id_conflicts(config, request.ClusterId):
-        down = replace(state, role=Role.DOWN)
+        down = enter_role(state, Role.DOWN, high_watermark=0)
         reason = f"BeginQuorumEpoch from leader {request.LeaderId} carries cluster id {request.ClusterId!r}, ours is {config.cluster_id!r}"
         return answer(down, ("BEGIN-REQ-1", "BOOT-2"), top_error=errors.INCONSISTENT_CLUSTER_ID, extra=(Shutdown(reason=reason),))
     if request.LeaderEpoch < state.epoch:
@@ -32,10 +32,12 @@ def handle_begin_request(config: NodeConfig, state: NodeState, source: int, requ
 
 def handle_begin_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: BeginQuorumEpochResponse = event.message
+    if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
+        return Transition(state, (), ("COMMON-3",))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
     if observed is not None:
-        rule = "BEGIN-RESP-3" if response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH else "COMMON-3"
-        return Transition(observed[0], observed[1], (rule, "COMMON-3"))
+        fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
+        return Transition(observed[0], observed[1], ("BEGIN-RESP-3", "COMMON-3") if fenced else ("COMMON-3",))
     if state.role == Role.LEADER and response.PartitionErrorCode == errors.NONE and response.LeaderEpoch == state.epoch:
         return Transition(replace(state, endorsed=state.endorsed | {event.source}), (), ("BEGIN-RESP-1",))
     return Transition(state, (), ())

@@ -7,8 +7,8 @@ leader) ever elected, every vote ever cast, every record ever committed.
 import msgspec
 
 from model import network
-from model.config import ClusterConfig
-from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Send, Timer, TimerKind
+from model.config import ClusterConfig, NodeConfig
+from model.events import ClientAppend, Crash, Event, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.messages import REQUEST_TYPES, Record
 from model.network import Bag, Envelope
 from model import node as nodes
@@ -95,71 +95,97 @@ class Cluster:
 
     def enabled(self, state: ClusterState) -> list[Action]:
         """Every action the environment may take in this state."""
-        bounds = self.bounds
-        actions: list[Action] = []
-        for envelope in network.envelopes(state.network):
-            actions.append(Deliver(envelope=envelope))
-            if bounds.duplication:
-                actions.append(Deliver(envelope=envelope, duplicate=True))
-            if bounds.loss:
-                actions.append(Drop(envelope=envelope))
-        history = state.history
+        actions = message_actions(network.envelopes(state.network), self.bounds)
         for node_id, config, node in zip(self.ids, self.node_configs, state.nodes):
-            if node.role == Role.DOWN:
-                actions.append(RestartNode(node=node_id))
-                continue
-            actions.extend(Fire(node=node_id, timer=t) for t in nodes.armed_timers(config, node))
-            if node.role == Role.LEADER:
-                if history.appended < bounds.client_values:
-                    actions.append(Append(node=node_id, value=history.appended + 1))
-                if bounds.resign:
-                    actions.append(ResignLeader(node=node_id))
-            if history.crashes < bounds.max_crashes:
-                actions.append(CrashNode(node=node_id))
+            actions.extend(node_actions(node_id, config, node, state.history, self.bounds))
         return actions
 
     def apply(self, state: ClusterState, action: Action) -> tuple[ClusterState, Transition | None]:
         """The state after an action, and the node transition it caused (None for a drop)."""
+        if type(action) is Drop:
+            return replace(state, network=network.remove(state.network, action.envelope)), None
         bag = state.network
-        history = state.history
-        kind = type(action)
-        if kind is Drop:
-            return replace(state, network=network.remove(bag, action.envelope)), None
-        if kind is Deliver:
-            envelope = action.envelope
-            if not action.duplicate:
-                bag = network.remove(bag, envelope)
-            node_id = envelope.destination
-            if envelope.request is None:
-                event = Request(source=envelope.source, message=envelope.message)
-            else:
-                event = Response(source=envelope.source, message=envelope.message, request=envelope.request)
-        else:
-            node_id = action.node
-            if kind is Fire:
-                event = Timer(kind=action.timer)
-            elif kind is Append:
-                event = ClientAppend(value=action.value)
-                history = replace(history, appended=history.appended + 1)
-            elif kind is ResignLeader:
-                event = Resign()
-            elif kind is CrashNode:
-                event = Crash()
-                history = replace(history, crashes=history.crashes + 1)
-            else:
-                event = Restart()
+        if type(action) is Deliver and not action.duplicate:
+            bag = network.remove(bag, action.envelope)
+        node_id, event = event_of(action)
         i = self.index[node_id]
         before = state.nodes[i]
         transition = nodes.step(self.node_configs[i], before, event)
-        after = transition.state
-        answered = event.message if type(event) is Request else None
-        for output in transition.outputs:
-            if type(output) is Send:
-                request = None if type(output.message) in REQUEST_TYPES else answered
-                bag = network.add(bag, Envelope(source=node_id, destination=output.destination, message=output.message, request=request))
-        members = state.nodes[:i] + (after,) + state.nodes[i + 1 :]
-        history = record(history, i, node_id, before, after)
+        for envelope in outgoing(node_id, event, transition):
+            bag = network.add(bag, envelope)
+        members = state.nodes[:i] + (transition.state,) + state.nodes[i + 1 :]
+        history = record(counted(state.history, action), i, node_id, before, transition.state)
         return ClusterState(nodes=members, network=bag, history=history), transition
+
+
+def message_actions(in_flight: list[Envelope], bounds: Bounds) -> list[Action]:
+    """Deliver each distinct message in flight; duplicate or lose it where those faults are on."""
+    actions: list[Action] = []
+    for envelope in in_flight:
+        actions.append(Deliver(envelope=envelope))
+        if bounds.duplication:
+            actions.append(Deliver(envelope=envelope, duplicate=True))
+        if bounds.loss:
+            actions.append(Drop(envelope=envelope))
+    return actions
+
+
+def node_actions(node_id: int, config: NodeConfig, node: NodeState, history: History, bounds: Bounds) -> list[Action]:
+    """What may happen to one node: its armed timers, client appends, resignation, crash, restart."""
+    if node.role == Role.DOWN:
+        return [RestartNode(node=node_id)]
+    actions: list[Action] = [Fire(node=node_id, timer=t) for t in nodes.armed_timers(config, node)]
+    if node.role == Role.LEADER:
+        if history.appended < bounds.client_values:
+            actions.append(Append(node=node_id, value=history.appended + 1))
+        if bounds.resign:
+            actions.append(ResignLeader(node=node_id))
+    if history.crashes < bounds.max_crashes:
+        actions.append(CrashNode(node=node_id))
+    return actions
+
+
+def event_of(action: Action) -> tuple[int, Event]:
+    """The node an action (other than a drop) reaches, and the event it delivers there."""
+    kind = type(action)
+    if kind is Deliver:
+        envelope = action.envelope
+        if envelope.request is None:
+            return envelope.destination, Request(source=envelope.source, message=envelope.message)
+        return envelope.destination, Response(source=envelope.source, message=envelope.message, request=envelope.request)
+    if kind is Fire:
+        return action.node, Timer(kind=action.timer)
+    if kind is Append:
+        return action.node, ClientAppend(value=action.value)
+    if kind is ResignLeader:
+        return action.node, Resign()
+    if kind is CrashNode:
+        return action.node, Crash()
+    return action.node, Restart()
+
+
+def counted(history: History, action: Action) -> History:
+    """The history with the environment's budgets (client values, crashes) charged for an action."""
+    if type(action) is Append:
+        return replace(history, appended=history.appended + 1)
+    if type(action) is CrashNode:
+        return replace(history, crashes=history.crashes + 1)
+    return history
+
+
+def outgoing(node_id: int, event: Event, transition: Transition) -> list[Envelope]:
+    """The messages a node's step puts on the network; a response carries the request it answers."""
+    answered = event.message if type(event) is Request else None
+    return [
+        Envelope(
+            source=node_id,
+            destination=output.destination,
+            message=output.message,
+            request=None if type(output.message) in REQUEST_TYPES else answered,
+        )
+        for output in transition.outputs
+        if type(output) is Send
+    ]
 
 
 def record(history: History, index: int, node_id: int, before: NodeState, after: NodeState) -> History:

@@ -56,8 +56,10 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
 
 def handle_end_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: EndQuorumEpochResponse = event.message
+    if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
+        return Transition(state, NO_OUTPUTS, ("COMMON-3",))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
     if observed is not None:
-        rule = "END-RESP-2" if response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH else "COMMON-3"
-        return Transition(observed[0], observed[1], (rule, "COMMON-3"))
+        fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
+        return Transition(observed[0], observed[1], ("END-RESP-2", "COMMON-3") if fenced else ("COMMON-3",))
     return Transition(state, NO_OUTPUTS, ("END-RESP-1",))

@@ -10,6 +10,7 @@ from model.transitions import (
     Transition,
     advance_high_watermark,
     become_unattached,
+    enter_role,
     observe_leader,
     replace,
     send_fetch,
@@ -70,7 +71,7 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
     response: FetchResponse = event.message
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         reason = f"Fetch response from {event.source}: cluster id conflicts with ours ({config.cluster_id!r})"
-        return Transition(replace(state, role=Role.DOWN), (Shutdown(reason=reason),), ("FETCH-RESP-4", "BOOT-2"))
+        return Transition(enter_role(state, Role.DOWN, high_watermark=0), (Shutdown(reason=reason),), ("FETCH-RESP-4", "BOOT-2"))
     leader = response.CurrentLeader
     observed = observe_leader(config, state, leader.LeaderId, leader.LeaderEpoch)
     fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
@@ -82,7 +83,8 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
     if event.request != state.fetching or state.role not in (Role.FOLLOWER, Role.OBSERVER):
         return Transition(state, NO_OUTPUTS, ())
     if response.PartitionErrorCode != errors.NONE or response.ErrorCode != errors.NONE:
-        return Transition(replace(state, fetching=None), NO_OUTPUTS, ("FETCH-RESP-1",) if fenced else ())
+        retrying, outputs = send_fetch(config, state)
+        return Transition(retrying, outputs, ("FETCH-RESP-1",) if fenced else ("FETCH-SEND-2", "FETCH-SEND-1"))
     if response.DivergingEpoch.Epoch != -1:
         log = logs.truncate_diverging(state.log, response.DivergingEpoch)
         truncated = replace(state, log=log, high_watermark=min(state.high_watermark, len(log)))

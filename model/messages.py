@@ -88,6 +88,7 @@ def _struct_type(schema: MessageSchema, field: Field) -> type:
     if name not in _STRUCT_TYPES:
         _STRUCT_SPECS[name] = spec
         _STRUCT_TYPES[name] = msgspec.defstruct(name, spec, module=__name__, frozen=True, kw_only=True, gc=False)
+        _note_node_ids(_STRUCT_TYPES[name], [(nested.name, nested) for nested in schema.struct_fields(field)])
     elif _STRUCT_SPECS[name] != spec:
         raise ValueError(f'{schema.path}: struct type "{name}" differs from its definition in another schema')
     return _STRUCT_TYPES[name]
@@ -118,7 +119,19 @@ def _flattened(schema: MessageSchema) -> list[tuple[str, Field]]:
 def _message_type(schema: MessageSchema) -> type:
     named = [(field.name, field) for field in schema.fields] if schema.type == "data" else _flattened(schema)
     spec = [_field_spec(schema, name, field) for name, field in named]
-    return msgspec.defstruct(schema.name, spec, module=__name__, frozen=True, kw_only=True, tag=True, gc=False)
+    message_type = msgspec.defstruct(schema.name, spec, module=__name__, frozen=True, kw_only=True, tag=True, gc=False)
+    _note_node_ids(message_type, named)
+    return message_type
+
+
+NODE_ID_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Per type, the fields holding node ids (Kafka's "entityType": "brokerId"): what symmetry remaps."""
+
+
+def _note_node_ids(struct_type: type, named: list[tuple[str, Field]]) -> None:
+    ids = tuple(name for name, field in named if field.entity_type == "brokerId")
+    if ids:
+        NODE_ID_FIELDS[struct_type] = ids
 
 
 _TYPES: dict[str, type] = {name: _message_type(schema) for name, schema in _SCHEMAS.items()}

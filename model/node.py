@@ -32,6 +32,7 @@ from model.transitions import (
     become_candidate,
     become_follower,
     become_unattached,
+    election_timer,
     enter_role,
     replace,
     request_votes,
@@ -103,23 +104,28 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
     role = state.role
     if kind == TimerKind.FETCH_TIMEOUT:
         if role == Role.FOLLOWER:
-            candidate, outputs = become_candidate(config, state)
-            return Transition(candidate, outputs, ("ELECT-1", "ELECT-4", "ELECT-6", "QSTATE-2"))
+            return candidacy(config, state, "ELECT-1")
         if role == Role.OBSERVER:
             lost, outputs = become_unattached(config, state, state.epoch, discover=True)
             return Transition(lost, outputs, ("OBS-1", "OBS-2", "BOOT-4"))
     elif kind == TimerKind.ELECTION_TIMEOUT and role in (Role.CANDIDATE, Role.UNATTACHED, Role.RESIGNED):
         rule = {Role.CANDIDATE: "ELECT-2", Role.UNATTACHED: "ELECT-3", Role.RESIGNED: "RESIGN-1"}[role]
-        candidate, outputs = become_candidate(config, state)
-        return Transition(candidate, outputs, (rule, "ELECT-4", "ELECT-6", "QSTATE-2"))
+        return candidacy(config, state, rule)
     elif kind == TimerKind.PROGRESS_TIMEOUT and role == Role.LEADER:
         if len(state.fetched) >= config.majority:
             return Transition(replace(state, fetched=frozenset((config.node_id,))), NO_OUTPUTS, ("PROGRESS-1",))
-        candidate, outputs = become_candidate(config, state)
-        return Transition(candidate, outputs, ("PROGRESS-1", "ELECT-4", "QSTATE-2"))
+        return candidacy(config, state, "PROGRESS-1")
     elif kind == TimerKind.REQUEST_TIMEOUT:
         return retry_requests(config, state)
     return Transition(state, NO_OUTPUTS, UNCHANGED)
+
+
+def candidacy(config: NodeConfig, state: NodeState, reason: str) -> Transition:
+    """Start an election; a single voter wins it at once (ELECT-4, VOTE-RESP-2/3)."""
+    candidate, outputs = become_candidate(config, state)
+    if candidate.role == Role.LEADER:
+        return Transition(candidate, outputs, (reason, "ELECT-4", "VOTE-RESP-2", "VOTE-RESP-3", "QSTATE-2"))
+    return Transition(candidate, outputs, (reason, "ELECT-4", "ELECT-6", "QSTATE-2"))
 
 
 def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
@@ -140,7 +146,8 @@ def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
 def on_client_append(config: NodeConfig, state: NodeState, value: int) -> Transition:
     """CLIENT-1: only the leader appends, in its own epoch."""
     if state.role != Role.LEADER:
-        return Transition(state, (AppendResult(ErrorCode=errors.NOT_LEADER_OR_FOLLOWER, Offset=-1),), ("CLIENT-1",))
+        rules = ("CLIENT-1", "RESIGN-1") if state.role == Role.RESIGNED else ("CLIENT-1",)
+        return Transition(state, (AppendResult(ErrorCode=errors.NOT_LEADER_OR_FOLLOWER, Offset=-1),), rules)
     log = logs.append(state.log, state.epoch, value)
     me = config.replicas.index(config.node_id)
     offsets = state.replica_offsets[:me] + (len(log),) + state.replica_offsets[me + 1 :]
@@ -160,6 +167,7 @@ def restart(config: NodeConfig, state: NodeState) -> Transition:
         return Transition(follower, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4", "FETCH-SEND-1"))
     if durable.voted_id == me and config.is_voter:
         candidate = replace(durable, role=Role.CANDIDATE, granted=frozenset((me,)))
-        return Transition(candidate, request_votes(config, candidate), ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
+        outputs = request_votes(config, candidate) + (election_timer(config),)
+        return Transition(candidate, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
     unattached, outputs = become_unattached(config, durable, durable.epoch, discover=True)
     return Transition(unattached, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4", "BOOT-1"))

@@ -31,6 +31,7 @@ class NodeState(msgspec.Struct, frozen=True, kw_only=True):
     # Volatile.
     high_watermark: int = 0
     granted: frozenset[int] = frozenset()  # candidate: voters that granted, self included
+    refused: frozenset[int] = frozenset()  # candidate: voters that refused
     endorsed: frozenset[int] = frozenset()  # leader: voters known to accept its leadership
     fetched: frozenset[int] = frozenset()  # leader: voters that fetched since the last progress check
     replica_offsets: tuple[int, ...] = ()  # leader: fetch offset per replica (NodeConfig.replicas), -1 unknown

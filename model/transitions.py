@@ -36,6 +36,7 @@ def enter_role(state: NodeState, role: Role, **changes: object) -> NodeState:
     """The state in a new role with every volatile role field cleared unless given."""
     cleared = {
         "granted": frozenset(),
+        "refused": frozenset(),
         "endorsed": frozenset(),
         "fetched": frozenset(),
         "replica_offsets": (),
@@ -96,9 +97,19 @@ def vote_request(config: NodeConfig, state: NodeState) -> VoteRequest:
 
 
 def request_votes(config: NodeConfig, state: NodeState) -> tuple[Output, ...]:
-    """Vote requests to every voter that has not granted yet."""
+    """Vote requests to every voter that has not answered yet."""
     request = vote_request(config, state)
-    return tuple(Send(destination=v, message=request) for v in config.voters if v not in state.granted)
+    answered = state.granted | state.refused
+    return tuple(Send(destination=v, message=request) for v in config.voters if v not in answered)
+
+
+def election_timer(config: NodeConfig) -> SetTimer:
+    """ELECT-2/ELECT-6: the election timeout plus a random backoff."""
+    return SetTimer(
+        kind=TimerKind.ELECTION_TIMEOUT,
+        delay_ms=config.timing.election_timeout_ms,
+        jitter_ms=config.timing.election_backoff_max_ms,
+    )
 
 
 def become_candidate(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
@@ -113,12 +124,7 @@ def become_candidate(config: NodeConfig, state: NodeState) -> tuple[NodeState, t
     )
     if len(candidate.granted) >= config.majority:
         return become_leader(config, candidate)
-    timer = SetTimer(
-        kind=TimerKind.ELECTION_TIMEOUT,
-        delay_ms=config.timing.election_timeout_ms,
-        jitter_ms=config.timing.election_backoff_max_ms,
-    )
-    return candidate, request_votes(config, candidate) + (timer,)
+    return candidate, request_votes(config, candidate) + (election_timer(config),)
 
 
 def become_leader(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:

@@ -4,8 +4,8 @@ from model import log as logs
 from model.config import NodeConfig
 from model.messages import VoteRequest, VoteResponse
 from model.state import NodeState, Role
-from model.transitions import Transition, become_leader, become_unattached, observe_leader, replace
-from model.events import Response, Send, SetTimer, TimerKind
+from model.transitions import Transition, become_leader, become_unattached, election_timer, observe_leader, replace
+from model.events import Response, Send
 from spec import errors
 
 
@@ -38,12 +38,7 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
     if state.leader_id != -1:
         return answer(state, False, rules + ("VOTE-REQ-3A",), extra=outputs)
     if request.CandidateId not in config.voters:
-        timer = SetTimer(
-            kind=TimerKind.ELECTION_TIMEOUT,
-            delay_ms=config.timing.election_timeout_ms,
-            jitter_ms=config.timing.election_backoff_max_ms,
-        )
-        return answer(state, False, rules + ("VOTE-REQ-4A",), error=errors.INCONSISTENT_VOTER_SET, extra=outputs + (timer,))
+        return answer(state, False, rules + ("VOTE-REQ-4A",), error=errors.INCONSISTENT_VOTER_SET, extra=outputs + (election_timer(config),))
     up_to_date = logs.is_up_to_date(request.LastOffsetEpoch, request.LastOffset, state.log)
     if not up_to_date and not config.options.vote_without_log_check:
         return answer(state, False, rules + ("VOTE-REQ-4B", "VOTE-LOG-1"), extra=outputs)
@@ -54,15 +49,15 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
 def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: VoteResponse = event.message
     request: VoteRequest = event.request
+    if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
+        return Transition(state, (), ("BOOT-3", "COMMON-3"))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
     if observed is not None:
         return Transition(observed[0], observed[1], ("COMMON-3", "VOTE-RESP-1"))
     if state.role != Role.CANDIDATE or request.CandidateEpoch != state.epoch or response.LeaderEpoch != state.epoch:
         return Transition(state, (), ("VOTE-RESP-1",))
-    if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
-        return Transition(state, (), ("BOOT-3",))
     if not response.VoteGranted:
-        return Transition(state, (), ("VOTE-RESP-2",))
+        return Transition(replace(state, refused=state.refused | {event.source}), (), ("VOTE-RESP-2",))
     candidate = replace(state, granted=state.granted | {event.source})
     if len(candidate.granted) < config.majority:
         return Transition(candidate, (), ("VOTE-RESP-2",))

@@ -72,6 +72,7 @@ class Field(msgspec.Struct, frozen=True, kw_only=True):
     about: str
     fields: tuple[Field, ...]
     line: int
+    entity_type: str = ""  # Kafka's "entityType": "brokerId" marks node ids (symmetry remaps them)
 
     @property
     def is_array(self) -> bool:
@@ -314,6 +315,7 @@ class _Loader:
             about=self.text(item, "about", what),
             fields=() if fields_node is None else self.fields(fields_node),
             line=item.line,
+            entity_type=self.text(item, "entityType", what),
         )
 
     def check_type(self, name: str, type_node: _Node, fields_node: _Node | None) -> None:

@@ -1,0 +1,257 @@
+"""The KRaft cluster as an explorable system, in a lean interned encoding.
+
+A state is a flat tuple of small ints: one id per node state, one for the history, then the
+ids of the messages in flight (sorted). Each distinct node state, message and history is
+stored once; node steps, history updates, enabled actions, symmetry renamings and property
+checks are computed once per distinct input and then looked up. The transitions themselves
+are model.cluster's and model.node's: this module only chooses how states are stored.
+"""
+
+import hashlib
+import itertools
+from collections.abc import Iterator
+
+import msgspec
+
+from conformance.engine import Violation
+from model import network, properties, symmetry
+from model.cluster import (
+    Action,
+    Append,
+    Bounds,
+    Cluster,
+    ClusterState,
+    CrashNode,
+    Deliver,
+    Drop,
+    History,
+    counted,
+    event_of,
+    node_actions,
+    outgoing,
+    record,
+)
+from model.config import ClusterConfig
+from model import node as nodes
+
+_encode = msgspec.msgpack.Encoder(order="deterministic").encode
+
+
+def stable_fingerprint(value: object) -> int:
+    """A 64-bit fingerprint that is the same in every process (unlike hash() of strings)."""
+    return int.from_bytes(hashlib.blake2b(_encode(value), digest_size=8).digest(), "little", signed=True)
+
+
+class Interned:
+    """Values stored once, addressed by a small int, with their stable fingerprints."""
+
+    def __init__(self) -> None:
+        self.values: list = []
+        self.ids: dict = {}
+        self.fps: list[int] = []
+
+    def id(self, value: object) -> int:
+        found = self.ids.get(value)
+        if found is None:
+            found = self.ids[value] = len(self.values)
+            self.values.append(value)
+            self.fps.append(stable_fingerprint(value))
+        return found
+
+
+class KraftSystem:
+    """A cluster under exploration bounds: max epoch, max messages in flight, faults, symmetry."""
+
+    def __init__(self, config: ClusterConfig, faults: Bounds, *, max_epoch: int, max_in_flight: int, symmetry: bool = True) -> None:
+        self.cluster = Cluster(config, faults)
+        self.faults = faults
+        self.max_epoch = max_epoch
+        self.max_in_flight = max_in_flight
+        # Renaming nodes is exact only while every rule treats nodes alike; resignation breaks
+        # PreferredSuccessors ties by node id, so it turns symmetry off.
+        self.symmetry = symmetry and not faults.resign
+        self.size = len(config.nodes)
+        self.nodes = Interned()
+        self.messages = Interned()
+        self.histories = Interned()
+        self._steps: dict = {}
+        self._records: dict = {}
+        self._node_actions: dict = {}
+        self._checks: dict = {}
+        self._renamed: dict = {}
+        self._signatures: dict[int, tuple] = {}
+        voters, observers = len(config.voters), len(config.observers)
+        self._groups = (range(voters), range(voters, voters + observers))
+
+    # -- the System protocol -------------------------------------------------------------
+    def property_ids(self) -> tuple[str, ...]:
+        return tuple(properties.PROPERTIES)
+
+    def initial_states(self) -> list[tuple[int, ...]]:
+        return [self.encode(self.cluster.initial())]
+
+    def successors(self, state: tuple[int, ...]) -> Iterator[tuple[tuple, tuple[int, ...]]]:
+        size = self.size
+        node_ids = state[:size]
+        history_id = state[size]
+        bag = state[size + 1 :]
+        faults = self.faults
+        previous = -1
+        for at, message_id in enumerate(bag):
+            if message_id == previous:
+                continue
+            previous = message_id
+            rest = bag[:at] + bag[at + 1 :]
+            delivered = self._advance(node_ids, history_id, rest, ("deliver", message_id))
+            if delivered is not None:
+                yield ("deliver", message_id), delivered
+            if faults.duplication:
+                again = self._advance(node_ids, history_id, bag, ("deliver", message_id))
+                if again is not None:
+                    yield ("duplicate", message_id), again
+            if faults.loss:
+                yield ("drop", message_id), node_ids + (history_id,) + rest
+        history = self.histories.values[history_id]
+        for position, node_id in enumerate(node_ids):
+            key = (position, node_id, history.appended, history.crashes)
+            actions = self._node_actions.get(key)
+            if actions is None:
+                config = self.cluster.node_configs[position]
+                actions = self._node_actions[key] = node_actions(self.cluster.ids[position], config, self.nodes.values[node_id], history, faults)
+            for action in actions:
+                successor = self._advance(node_ids, history_id, bag, ("node", action))
+                if successor is not None:
+                    yield ("node", action), successor
+
+    def fingerprint(self, state: tuple[int, ...]) -> int:
+        size = self.size
+        if not self.symmetry:
+            node_fps = self.nodes.fps
+            message_fps = self.messages.fps
+            return hash(
+                (tuple(node_fps[n] for n in state[:size]), self.histories.fps[state[size]], tuple(message_fps[m] for m in state[size + 1 :]))
+            )
+        return min(self._renamed_fingerprint(state, order) for order in self._canonical_orders(state))
+
+    def violations(self, state: tuple[int, ...]) -> tuple[Violation, ...]:
+        key = state[: self.size + 1]
+        found = self._checks.get(key)
+        if found is None:
+            cluster_state = ClusterState(
+                nodes=tuple(self.nodes.values[n] for n in state[: self.size]),
+                network=network.EMPTY,
+                history=self.histories.values[state[self.size]],
+            )
+            found = self._checks[key] = tuple(Violation(v.rule, v.detail) for v in properties.violations(self.cluster, cluster_state))
+        return found
+
+    # -- between encodings -------------------------------------------------------------------
+    def encode(self, state: ClusterState) -> tuple[int, ...]:
+        bag = sorted((self.messages.id(envelope) for _key, envelope in state.network), key=self._message_order)
+        return tuple(self.nodes.id(n) for n in state.nodes) + (self.histories.id(state.history),) + tuple(bag)
+
+    def decode(self, state: tuple[int, ...]) -> ClusterState:
+        bag = network.EMPTY
+        for message_id in state[self.size + 1 :]:
+            bag = network.add(bag, self.messages.values[message_id])
+        return ClusterState(
+            nodes=tuple(self.nodes.values[n] for n in state[: self.size]),
+            network=bag,
+            history=self.histories.values[state[self.size]],
+        )
+
+    def action(self, key: tuple) -> Action:
+        """The model.cluster action an explorer action key stands for."""
+        kind, what = key
+        if kind == "node":
+            return what
+        envelope = self.messages.values[what]
+        if kind == "drop":
+            return Drop(envelope=envelope)
+        return Deliver(envelope=envelope, duplicate=kind == "duplicate")
+
+    # -- transitions -------------------------------------------------------------------------
+    def _message_order(self, message_id: int) -> tuple[int, int]:
+        return (self.messages.fps[message_id], message_id)
+
+    def _advance(self, node_ids: tuple[int, ...], history_id: int, bag: tuple[int, ...], key: tuple) -> tuple[int, ...] | None:
+        """The state after one node event, or None when it leaves the bounds."""
+        kind, what = key
+        if kind == "deliver":
+            envelope = self.messages.values[what]
+            position = self.cluster.index[envelope.destination]
+            charge = None
+        else:
+            position = self.cluster.index[what.node]
+            charge = type(what) if type(what) in (Append, CrashNode) else None
+        before = node_ids[position]
+        step_key = (position, before, key)
+        stepped = self._steps.get(step_key)
+        if stepped is None:
+            action = Deliver(envelope=self.messages.values[what]) if kind == "deliver" else what
+            node_id, event = event_of(action)
+            transition = nodes.step(self.cluster.node_configs[position], self.nodes.values[before], event)
+            after = self.nodes.id(transition.state)
+            sent = tuple(self.messages.id(e) for e in outgoing(node_id, event, transition))
+            stepped = self._steps[step_key] = (after, sent, transition.state.epoch > self.max_epoch)
+        after, sent, beyond = stepped
+        if beyond or len(bag) + len(sent) > self.max_in_flight:
+            return None
+        record_key = (history_id, position, before, after, charge)
+        next_history = self._records.get(record_key)
+        if next_history is None:
+            history = self.histories.values[history_id]
+            if charge is not None:
+                history = counted(history, Append(node=0, value=0) if charge is Append else CrashNode(node=0))
+            history = record(history, position, self.cluster.ids[position], self.nodes.values[before], self.nodes.values[after])
+            next_history = self._records[record_key] = self.histories.id(history)
+        if sent:
+            bag = tuple(sorted(bag + sent, key=self._message_order))
+        return node_ids[:position] + (after,) + node_ids[position + 1 :] + (next_history,) + bag
+
+    # -- symmetry --------------------------------------------------------------------------------
+    def _signature(self, node_id: int) -> tuple:
+        """What renaming cannot change about a node: its orbit-invariant sort key."""
+        found = self._signatures.get(node_id)
+        if found is None:
+            n = self.nodes.values[node_id]
+            log = tuple((r.Epoch, r.Value if isinstance(r.Value, int) else -1) for r in n.log)
+            found = self._signatures[node_id] = (n.role, n.epoch, n.high_watermark, log, n.voted_id == -1, n.leader_id == -1)
+        return found
+
+    def _canonical_orders(self, state: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        """Position orders sorting each interchangeable group by signature, every order of ties."""
+        per_group = []
+        for group in self._groups:
+            ranked = sorted(group, key=lambda p: self._signature(state[p]))
+            tied = [list(g) for _, g in itertools.groupby(ranked, key=lambda p: self._signature(state[p]))]
+            per_group.append([tuple(itertools.chain.from_iterable(choice)) for choice in itertools.product(*(itertools.permutations(t) for t in tied))])
+        for parts in itertools.product(*per_group):
+            yield tuple(itertools.chain.from_iterable(parts))
+
+    def _renamed_fingerprint(self, state: tuple[int, ...], order: tuple[int, ...]) -> int:
+        """Fingerprint of the state with the node at order[i] moved to slot i (ids renamed to match)."""
+        size = self.size
+        ids = self.cluster.ids
+        renamed = self._renamed
+        position = tuple(order.index(old) for old in range(size))  # old slot -> new slot
+        names = {ids[old]: ids[new] for old, new in enumerate(position)}
+        node_fps = [0] * size
+        for old in range(size):
+            node_fps[position[old]] = self._renamed_fp(renamed, "node", state[old], position, names)
+        history_fp = self._renamed_fp(renamed, "history", state[size], position, names)
+        message_fps = sorted(self._renamed_fp(renamed, "message", m, position, names) for m in state[size + 1 :])
+        return hash((tuple(node_fps), history_fp, tuple(message_fps)))
+
+    def _renamed_fp(self, cache: dict, kind: str, value_id: int, position: tuple[int, ...], names: dict[int, int]) -> int:
+        key = (kind, value_id, position)
+        found = cache.get(key)
+        if found is None:
+            if kind == "node":
+                renamed = symmetry.rename_node(self.nodes.values[value_id], names, dict(enumerate(position)))
+            elif kind == "history":
+                renamed = symmetry.rename_history(self.histories.values[value_id], names, dict(enumerate(position)))
+            else:
+                renamed = symmetry.rename_envelope(self.messages.values[value_id], names)
+            found = cache[key] = stable_fingerprint(renamed)
+        return found

@@ -1,0 +1,366 @@
+"""EndQuorumEpoch: a leader's graceful resignation, the successors' elections, and the resigned state."""
+
+from collections import Counter
+
+import pytest
+
+from conftest import CLUSTER_ID, config, leader_state, log, request, response, state, timer
+from model import node
+from model.events import AppendResult, ClientAppend, Resign, Send, SetTimer, TimerKind
+from model.messages import (
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    EpochEndOffset,
+    FetchRequest,
+    FetchResponse,
+    LeaderIdAndEpoch,
+    VoteRequest,
+)
+from model.state import NodeState, Role
+from spec import errors
+
+
+def end(epoch: int, leader: int, successors, cluster_id: str | None = CLUSTER_ID) -> EndQuorumEpochRequest:
+    return EndQuorumEpochRequest(
+        ClusterId=cluster_id, ReplicaId=leader, LeaderId=leader, LeaderEpoch=epoch, PreferredSuccessors=tuple(successors)
+    )
+
+
+def answer(epoch: int, leader: int, error: int = errors.NONE, top_error: int = errors.NONE) -> EndQuorumEpochResponse:
+    return EndQuorumEpochResponse(ErrorCode=top_error, PartitionErrorCode=error, LeaderId=leader, LeaderEpoch=epoch)
+
+
+def fetch(epoch: int, records, replica: int = 1) -> FetchRequest:
+    return FetchRequest(
+        ClusterId=CLUSTER_ID,
+        ReplicaId=replica,
+        CurrentLeaderEpoch=epoch,
+        FetchOffset=len(records),
+        LastFetchedEpoch=records[-1].Epoch if records else 0,
+    )
+
+
+def election_timer() -> SetTimer:
+    return SetTimer(kind=TimerKind.ELECTION_TIMEOUT, delay_ms=1000, jitter_ms=1000)
+
+
+def follower(epoch: int = 5, leader: int = 2, records=None) -> NodeState:
+    records = log(1, epoch) if records is None else records
+    return state(Role.FOLLOWER, epoch=epoch, leader_id=leader, log=records, fetching=fetch(epoch, records))
+
+
+# VOTER-ONLY-1
+
+
+def test_voter_only_1_observer_rejects_end_quorum_epoch():
+    """VOTER-ONLY-1: an observer answers EndQuorumEpoch with INCONSISTENT_VOTER_SET and keeps its state."""
+    cfg = config(4, voters=(1, 2, 3), observers=(4,))
+    s = state(Role.OBSERVER, epoch=3, leader_id=1, log=log(1, 3))
+    t = request(cfg, s, 1, end(3, 1, (2, 3)))
+    assert t.state == s
+    assert t.outputs == (Send(destination=1, message=answer(3, 1, errors.INCONSISTENT_VOTER_SET)),)
+    assert "VOTER-ONLY-1" in t.rules
+    assert "COMMON-2" in t.rules
+
+
+# END-SEND-1
+
+
+def test_end_send_1_resigning_leader_orders_successors_by_replicated_offset():
+    """END-SEND-1: EndQuorumEpoch goes to every other voter, successors by replicated offset desc, ties by smaller id."""
+    cfg = config(1, voters=(1, 2, 3, 4, 5), observers=(6,))
+    records = log(1, 1, 2, 2, 3, 3, 3, 3, 3, 3)
+    s = leader_state(cfg, 3, records, high_watermark=8, replica_offsets=(10, 5, 8, 5, -1, 10), endorsed=frozenset({1, 2, 3}))
+    t = node.step(cfg, s, Resign())
+    request_ = end(3, 1, (3, 2, 4, 5))
+    assert Counter(t.outputs) == Counter(Send(destination=v, message=request_) for v in (2, 3, 4, 5))
+    assert t.state == NodeState(role=Role.RESIGNED, epoch=3, leader_id=1, voted_id=1, log=records, high_watermark=8)
+    assert "END-SEND-1" in t.rules
+
+
+def test_end_send_1_unknown_offsets_tie_and_are_ordered_by_id():
+    """END-SEND-1: voters with equal (unknown) progress are listed by smaller id first."""
+    cfg = config(2, voters=(1, 2, 3))
+    s = leader_state(cfg, 4, log(4))
+    t = node.step(cfg, s, Resign())
+    request_ = EndQuorumEpochRequest(ClusterId=CLUSTER_ID, ReplicaId=2, LeaderId=2, LeaderEpoch=4, PreferredSuccessors=(1, 3))
+    assert Counter(t.outputs) == Counter([Send(destination=1, message=request_), Send(destination=3, message=request_)])
+    assert t.state.role == Role.RESIGNED
+    assert "END-SEND-1" in t.rules
+
+
+def test_end_send_1_larger_id_ahead_comes_first():
+    """END-SEND-1: replicated offset decides before the id."""
+    cfg = config(1, voters=(1, 2, 3))
+    s = leader_state(cfg, 4, log(4, 4, 4), replica_offsets=(3, 1, 3))
+    t = node.step(cfg, s, Resign())
+    request_ = end(4, 1, (3, 2))
+    assert Counter(t.outputs) == Counter([Send(destination=2, message=request_), Send(destination=3, message=request_)])
+    assert "END-SEND-1" in t.rules
+
+
+# END-SEND-2
+
+
+def test_end_send_2_end_quorum_epoch_is_never_retried():
+    """END-SEND-2: the resigned leader never re-sends EndQuorumEpoch; its election timeout ends the epoch instead."""
+    cfg = config(1)
+    s = leader_state(cfg, 5, log(1, 5))
+    t = node.step(cfg, s, Resign())
+    assert "END-SEND-2" in t.rules
+    retry = timer(cfg, t.state, TimerKind.REQUEST_TIMEOUT)
+    assert retry.state == t.state
+    assert retry.outputs == ()
+    elected = timer(cfg, t.state, TimerKind.ELECTION_TIMEOUT)
+    assert elected.state.role == Role.CANDIDATE
+    assert elected.state.epoch == 6
+
+
+def test_end_send_2_lost_request_follower_elects_on_fetch_timeout():
+    """END-SEND-2: a voter that never got EndQuorumEpoch starts an election on its fetch timeout."""
+    cfg = config(2)
+    s = follower(5, 1, log(1, 5))
+    t = timer(cfg, s, TimerKind.FETCH_TIMEOUT)
+    assert t.state.role == Role.CANDIDATE
+    assert t.state.epoch == 6
+    assert t.state.voted_id == 2
+    assert "ELECT-1" in t.rules
+
+
+# END-REQ-1
+
+
+def test_end_req_1_cluster_id_mismatch_is_rejected():
+    """END-REQ-1: a mismatched ClusterId is rejected with INCONSISTENT_CLUSTER_ID; no election starts."""
+    cfg = config(1)
+    s = follower()
+    t = request(cfg, s, 2, end(5, 2, (1, 3), cluster_id="another-cluster"))
+    assert t.state == s
+    assert t.outputs == (Send(destination=2, message=answer(5, 2, top_error=errors.INCONSISTENT_CLUSTER_ID)),)
+    assert "END-REQ-1" in t.rules
+
+
+def test_end_req_1_null_cluster_id_skips_the_check():
+    """END-REQ-1: a null ClusterId skips the check (the first successor becomes candidate)."""
+    cfg = config(1)
+    s = follower()
+    t = request(cfg, s, 2, end(5, 2, (1, 3), cluster_id=None))
+    assert t.state.role == Role.CANDIDATE
+    assert "END-REQ-1" not in t.rules
+    assert "END-REQ-5" in t.rules
+
+
+# END-REQ-2 / COMMON-1
+
+
+def test_end_req_2_stale_epoch_is_fenced():
+    """END-REQ-2/COMMON-1: a LeaderEpoch below ours is rejected with FENCED_LEADER_EPOCH."""
+    cfg = config(1)
+    s = follower(6, 3)
+    t = request(cfg, s, 2, end(5, 2, (1, 3)))
+    assert t.state == s
+    assert t.outputs == (Send(destination=2, message=answer(6, 3, errors.FENCED_LEADER_EPOCH)),)
+    assert "END-REQ-2" in t.rules
+    assert "COMMON-1" in t.rules
+
+
+# END-REQ-3 / COMMON-1
+
+
+@pytest.mark.parametrize(
+    "s, request_, leader, epoch",
+    [
+        (follower(5, 2), end(6, 3, (1, 2)), 2, 5),  # larger epoch than known
+        (follower(5, 2), end(5, 3, (1, 2)), 2, 5),  # not the leader we know for the epoch
+        (state(Role.UNATTACHED, epoch=5, voted_id=2, log=log(1)), end(5, 2, (1, 3)), -1, 5),  # no leader known
+        (state(Role.CANDIDATE, epoch=5, voted_id=1, granted=frozenset({1}), log=log(1)), end(5, 2, (1, 3)), -1, 5),
+    ],
+    ids=["larger-epoch", "other-leader", "voted-no-leader", "candidate-no-leader"],
+)
+def test_end_req_3_unknown_leader_is_rejected(s, request_, leader, epoch):
+    """END-REQ-3/COMMON-1: EndQuorumEpoch from a leader we do not know for that epoch gets UNKNOWN_LEADER_EPOCH."""
+    cfg = config(1)
+    t = request(cfg, s, request_.LeaderId, request_)
+    assert t.state == s
+    assert t.outputs == (Send(destination=request_.LeaderId, message=answer(epoch, leader, errors.UNKNOWN_LEADER_EPOCH)),)
+    assert "END-REQ-3" in t.rules
+    assert "COMMON-1" in t.rules
+
+
+# END-REQ-4
+
+
+def test_end_req_4_receiver_not_a_preferred_successor_is_rejected():
+    """END-REQ-4: a receiver missing from PreferredSuccessors answers INCONSISTENT_VOTER_SET and does nothing."""
+    cfg = config(1)
+    s = follower()
+    t = request(cfg, s, 2, end(5, 2, (3,)))
+    assert t.state == s
+    assert t.outputs == (Send(destination=2, message=answer(5, 2, errors.INCONSISTENT_VOTER_SET)),)
+    assert "END-REQ-4" in t.rules
+
+
+# END-REQ-5
+
+
+def test_end_req_5_first_successor_becomes_candidate_at_once():
+    """END-REQ-5: the first preferred successor becomes candidate at once (epoch + 1, self vote persisted, Vote sent)."""
+    cfg = config(1)
+    records = log(1, 5)
+    s = follower(5, 2, records)
+    t = request(cfg, s, 2, end(5, 2, (1, 3)))
+    assert t.state == NodeState(role=Role.CANDIDATE, epoch=6, leader_id=-1, voted_id=1, granted=frozenset({1}), log=records)
+    ask = VoteRequest(ClusterId=CLUSTER_ID, CandidateEpoch=6, CandidateId=1, LastOffsetEpoch=5, LastOffset=1)
+    assert Counter(t.outputs) == Counter(
+        [
+            Send(destination=2, message=answer(6, -1)),
+            Send(destination=2, message=ask),
+            Send(destination=3, message=ask),
+            election_timer(),
+        ]
+    )
+    assert "END-REQ-5" in t.rules
+    assert "QSTATE-2" in t.rules
+
+
+# END-REQ-6
+
+
+@pytest.mark.parametrize(
+    "position, delay_ms",
+    [
+        (1, 20),  # min(1000, 20 * 2^0)
+        (2, 40),  # min(1000, 20 * 2^1)
+        (3, 80),  # min(1000, 20 * 2^2)
+        (6, 640),  # min(1000, 20 * 2^5)
+        (7, 1000),  # min(1000, 20 * 2^6 = 1280)
+        (8, 1000),  # min(1000, 20 * 2^7 = 2560)
+    ],
+)
+def test_end_req_6_later_successor_waits_exponential_backoff(position, delay_ms):
+    """END-REQ-6: successor N > 0 starts its election after min(retry_backoff_max_ms, retry_backoff_ms * 2^(N-1))."""
+    cfg = config(1, voters=tuple(range(1, 10)))
+    others = [2, 3, 4, 5, 6, 7, 8]
+    successors = others[:position] + [1] + others[position:]
+    records = log(1, 5)
+    s = follower(5, 9, records)
+    t = request(cfg, s, 9, end(5, 9, successors))
+    assert t.state == s
+    assert Counter(t.outputs) == Counter(
+        [Send(destination=9, message=answer(5, 9)), SetTimer(kind=TimerKind.FETCH_TIMEOUT, delay_ms=delay_ms, jitter_ms=0)]
+    )
+    assert "END-REQ-6" in t.rules
+    elected = timer(cfg, t.state, TimerKind.FETCH_TIMEOUT)
+    assert elected.state.role == Role.CANDIDATE
+    assert elected.state.epoch == 6
+
+
+# END-RESP-1
+
+
+def test_end_resp_1_answer_without_error_changes_nothing():
+    """END-RESP-1: an EndQuorumEpoch answer without error needs nothing done."""
+    cfg = config(1)
+    s = state(Role.RESIGNED, epoch=5, leader_id=1, voted_id=1, log=log(1, 5), high_watermark=2)
+    t = response(cfg, s, 3, answer(5, 1), end(5, 1, (2, 3)))
+    assert t.state == s
+    assert t.outputs == ()
+    assert "END-RESP-1" in t.rules
+
+
+@pytest.mark.parametrize(
+    "message",
+    [answer(5, 1, errors.INCONSISTENT_VOTER_SET), answer(5, -1, errors.UNKNOWN_LEADER_EPOCH)],
+    ids=["inconsistent-voter-set", "unknown-leader-epoch"],
+)
+def test_end_resp_1_other_errors_change_nothing(message):
+    """END-RESP-1: an error other than FENCED_LEADER_EPOCH changes nothing and nothing is re-sent."""
+    cfg = config(1)
+    s = state(Role.RESIGNED, epoch=5, leader_id=1, voted_id=1, log=log(1, 5), high_watermark=2)
+    t = response(cfg, s, 3, message, end(5, 1, (2, 3)))
+    assert t.state == s
+    assert t.outputs == ()
+    assert "END-RESP-1" in t.rules
+
+
+def test_common_3_inconsistent_cluster_id_end_response_is_exempt():
+    """COMMON-3: an EndQuorumEpoch answer with INCONSISTENT_CLUSTER_ID carries another cluster's epoch; nothing is adopted."""
+    cfg = config(1)
+    s = state(Role.RESIGNED, epoch=5, leader_id=1, voted_id=1, log=log(1, 5), high_watermark=2)
+    t = response(cfg, s, 3, answer(9, 3, top_error=errors.INCONSISTENT_CLUSTER_ID), end(5, 1, (2, 3)))
+    assert t.state == s
+    assert t.outputs == ()
+
+
+# END-RESP-2
+
+
+def test_end_resp_2_fenced_follows_newer_leader():
+    """END-RESP-2: FENCED_LEADER_EPOCH: update the quorum state and follow the newer leader named."""
+    cfg = config(1)
+    s = state(Role.RESIGNED, epoch=5, leader_id=1, voted_id=1, log=log(1, 5), high_watermark=2)
+    t = response(cfg, s, 2, answer(7, 3, errors.FENCED_LEADER_EPOCH), end(5, 1, (2, 3)))
+    expected_fetch = fetch(7, log(1, 5))
+    assert t.state == NodeState(
+        role=Role.FOLLOWER, epoch=7, leader_id=3, voted_id=-1, log=log(1, 5), high_watermark=2, fetching=expected_fetch
+    )
+    assert t.outputs == (Send(destination=3, message=expected_fetch),)
+    assert "END-RESP-2" in t.rules
+    assert "COMMON-3" in t.rules
+
+
+# RESIGN-1
+
+
+def _resigned(cfg):
+    return node.step(cfg, leader_state(cfg, 5, log(1, 5), high_watermark=2, replica_offsets=(2, 2, 1)), Resign()).state
+
+
+def test_resign_1_resigned_node_answers_fetch_as_non_leader():
+    """RESIGN-1: a resigned leader answers Fetch with NOT_LEADER_OR_FOLLOWER, its known leader and epoch."""
+    cfg = config(1)
+    s = _resigned(cfg)
+    t = request(cfg, s, 2, fetch(5, log(1, 5), replica=2))
+    assert t.state == s
+    expected = FetchResponse(
+        ErrorCode=errors.NONE,
+        PartitionErrorCode=errors.NOT_LEADER_OR_FOLLOWER,
+        HighWatermark=2,
+        DivergingEpoch=EpochEndOffset(Epoch=-1, EndOffset=-1),
+        CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=5),
+        Records=(),
+    )
+    assert t.outputs == (Send(destination=2, message=expected),)
+    assert "RESIGN-1" in t.rules
+
+
+def test_resign_1_election_timeout_makes_resigned_node_candidate():
+    """RESIGN-1: the resigned node's election timeout makes it a candidate of the next epoch."""
+    cfg = config(1)
+    s = _resigned(cfg)
+    t = timer(cfg, s, TimerKind.ELECTION_TIMEOUT)
+    assert t.state == NodeState(
+        role=Role.CANDIDATE, epoch=6, leader_id=-1, voted_id=1, granted=frozenset({1}), log=log(1, 5), high_watermark=2
+    )
+    ask = VoteRequest(ClusterId=CLUSTER_ID, CandidateEpoch=6, CandidateId=1, LastOffsetEpoch=5, LastOffset=1)
+    assert Counter(t.outputs) == Counter([Send(destination=2, message=ask), Send(destination=3, message=ask), election_timer()])
+    assert "RESIGN-1" in t.rules
+
+
+def test_resign_1_resigned_node_rejects_client_appends():
+    """RESIGN-1: a resigned leader accepts no client appends (NOT_LEADER_OR_FOLLOWER)."""
+    cfg = config(1)
+    s = _resigned(cfg)
+    t = node.step(cfg, s, ClientAppend(value=7))
+    assert t.state == s
+    assert t.outputs == (AppendResult(ErrorCode=errors.NOT_LEADER_OR_FOLLOWER, Offset=-1),)
+    assert "CLIENT-1" in t.rules
+
+
+def test_resign_1_resigned_node_client_append_cites_resign_rule():
+    """RESIGN-1: the resigned node's rejection of a client append is the RESIGN-1 branch."""
+    cfg = config(1)
+    s = _resigned(cfg)
+    t = node.step(cfg, s, ClientAppend(value=7))
+    assert t.outputs == (AppendResult(ErrorCode=errors.NOT_LEADER_OR_FOLLOWER, Offset=-1),)
+    assert "RESIGN-1" in t.rules
