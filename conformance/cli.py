@@ -70,6 +70,31 @@ def main_simulate(args) -> int:
     return 1 if violating else 0
 
 
+def main_check(args) -> int:
+    from pathlib import Path
+
+    from conformance.check import run_check
+    from conformance.check_config import resolve
+
+    overrides = {
+        "voters": args.voters,
+        "observers": args.observers,
+        "profile": args.profile,
+        "client_values": args.client_values,
+        "max_epoch": args.max_epoch,
+        "max_in_flight": args.max_in_flight,
+        "max_crashes": args.crashes,
+        "loss": args.loss,
+        "duplication": args.duplication,
+        "resign": args.resign,
+        "retries": args.retries,
+        "symmetry": args.symmetry,
+    }
+    name = args.config or ("custom" if any(v is not None for v in overrides.values()) else "smoke")
+    config = resolve(args.config if args.config else (None if name == "custom" else "smoke"), overrides)
+    return run_check(name, config, keep_going=args.keep_going, as_json=args.json, out=Path(args.out), max_states=args.max_states)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kraftcheck", description="Specification and conformance testing for KRaft (KIP-595) and KIP-101 truncation.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -81,6 +106,31 @@ def build_parser() -> argparse.ArgumentParser:
     rules.set_defaults(run=lambda args: __import__("conformance.catalogue_view", fromlist=["main_rules"]).main_rules(args))
 
     profiles_help = ", ".join(sorted(PROFILES)) + "; faulty variants: " + ", ".join(sorted(FAULTY_PROFILES))
+
+    check = commands.add_parser(
+        "check",
+        help="model-check a configuration exhaustively",
+        description="Explore every reachable state of a small cluster within bounds, checking every safety property. "
+        "Exit 0 if all hold, 1 on a violation (its shortest counterexample is printed and saved).",
+    )
+    check.add_argument("--config", help="a named configuration: smoke (default), tlc-kraft, faults")
+    check.add_argument("--voters", type=int, help="number of voters")
+    check.add_argument("--observers", type=int, help="number of observers")
+    check.add_argument("--profile", help=f"model profile ({profiles_help})")
+    check.add_argument("--client-values", type=int, help="client appends allowed")
+    check.add_argument("--max-epoch", type=int, help="largest epoch any node may reach")
+    check.add_argument("--max-in-flight", type=int, help="most messages in flight at once")
+    check.add_argument("--crashes", type=int, help="crashes allowed (each crashed node may restart)")
+    check.add_argument("--loss", action=argparse.BooleanOptionalAction, default=None, help="allow message loss")
+    check.add_argument("--duplication", action=argparse.BooleanOptionalAction, default=None, help="allow duplicated deliveries")
+    check.add_argument("--resign", action=argparse.BooleanOptionalAction, default=None, help="allow leaders to resign")
+    check.add_argument("--retries", action=argparse.BooleanOptionalAction, default=None, help="allow request timeouts to re-send")
+    check.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="symmetry reduction over node ids (default on)")
+    check.add_argument("--keep-going", action="store_true", help="collect a counterexample for every violated property")
+    check.add_argument("--max-states", type=int, help="stop after this many distinct states")
+    check.add_argument("--out", default="out", help="directory for counterexample traces (default ./out)")
+    check.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    check.set_defaults(run=main_check)
     sim = commands.add_parser("simulate", help="seeded random cluster runs checking every safety property", description="Random walks of a cluster, every safety property checked after every step. Exit 1 on a violation.")
     sim.add_argument("--voters", type=int, default=3, help="number of voters (default 3)")
     sim.add_argument("--observers", type=int, default=1, help="number of observers (default 1)")

@@ -78,8 +78,10 @@ class KraftSystem:
         self._records: dict = {}
         self._node_actions: dict = {}
         self._checks: dict = {}
-        self._renamed: dict = {}
         self._signatures: dict[int, tuple] = {}
+        self._orders: dict[tuple[int, ...], list] = {}
+        self._permutations: dict[tuple[int, ...], int] = {}
+        self._renaming: list[tuple[dict, dict, dict]] = []
         voters, observers = len(config.voters), len(config.observers)
         self._groups = (range(voters), range(voters, voters + observers))
 
@@ -131,7 +133,7 @@ class KraftSystem:
             return hash(
                 (tuple(node_fps[n] for n in state[:size]), self.histories.fps[state[size]], tuple(message_fps[m] for m in state[size + 1 :]))
             )
-        return min(self._renamed_fingerprint(state, order) for order in self._canonical_orders(state))
+        return self._canonical_fingerprint(state)
 
     def violations(self, state: tuple[int, ...]) -> tuple[Violation, ...]:
         key = state[: self.size + 1]
@@ -219,39 +221,71 @@ class KraftSystem:
             found = self._signatures[node_id] = (n.role, n.epoch, n.high_watermark, log, n.voted_id == -1, n.leader_id == -1)
         return found
 
-    def _canonical_orders(self, state: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-        """Position orders sorting each interchangeable group by signature, every order of ties."""
+    def _renamings(self, node_ids: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
+        """For a tuple of node states: (permutation index, renamed node fingerprints) per canonical order.
+
+        A canonical order sorts each interchangeable group by signature; tied nodes are tried in
+        every order, and the smallest resulting fingerprint is the state's.
+        """
+        found = self._orders.get(node_ids)
+        if found is not None:
+            return found
         per_group = []
         for group in self._groups:
-            ranked = sorted(group, key=lambda p: self._signature(state[p]))
-            tied = [list(g) for _, g in itertools.groupby(ranked, key=lambda p: self._signature(state[p]))]
-            per_group.append([tuple(itertools.chain.from_iterable(choice)) for choice in itertools.product(*(itertools.permutations(t) for t in tied))])
+            ranked = sorted(group, key=lambda p: self._signature(node_ids[p]))
+            tied = [tuple(g) for _, g in itertools.groupby(ranked, key=lambda p: self._signature(node_ids[p]))]
+            per_group.append([tuple(itertools.chain.from_iterable(c)) for c in itertools.product(*(itertools.permutations(t) for t in tied))])
+        found = []
         for parts in itertools.product(*per_group):
-            yield tuple(itertools.chain.from_iterable(parts))
+            order = tuple(itertools.chain.from_iterable(parts))  # new slot i holds old slot order[i]
+            index = self._permutation_index(tuple(order.index(old) for old in range(self.size)))
+            node_fps = tuple(self._renamed_fp(index, "node", node_ids[old]) for old in order)
+            found.append((index, node_fps))
+        self._orders[node_ids] = found
+        return found
 
-    def _renamed_fingerprint(self, state: tuple[int, ...], order: tuple[int, ...]) -> int:
-        """Fingerprint of the state with the node at order[i] moved to slot i (ids renamed to match)."""
-        size = self.size
-        ids = self.cluster.ids
-        renamed = self._renamed
-        position = tuple(order.index(old) for old in range(size))  # old slot -> new slot
-        names = {ids[old]: ids[new] for old, new in enumerate(position)}
-        node_fps = [0] * size
-        for old in range(size):
-            node_fps[position[old]] = self._renamed_fp(renamed, "node", state[old], position, names)
-        history_fp = self._renamed_fp(renamed, "history", state[size], position, names)
-        message_fps = sorted(self._renamed_fp(renamed, "message", m, position, names) for m in state[size + 1 :])
-        return hash((tuple(node_fps), history_fp, tuple(message_fps)))
+    def _permutation_index(self, position: tuple[int, ...]) -> int:
+        """A small int for a slot permutation (old slot -> new slot), with its renaming caches."""
+        index = self._permutations.get(position)
+        if index is None:
+            index = self._permutations[position] = len(self._renaming)
+            ids = self.cluster.ids
+            names = {ids[old]: ids[new] for old, new in enumerate(position)}
+            self._renaming.append((dict(enumerate(position)), names, {"node": {}, "history": {}, "message": {}}))
+        return index
 
-    def _renamed_fp(self, cache: dict, kind: str, value_id: int, position: tuple[int, ...], names: dict[int, int]) -> int:
-        key = (kind, value_id, position)
-        found = cache.get(key)
+    def _renamed_fp(self, index: int, kind: str, value_id: int) -> int:
+        position, names, caches = self._renaming[index]
+        cache = caches[kind]
+        found = cache.get(value_id)
         if found is None:
             if kind == "node":
-                renamed = symmetry.rename_node(self.nodes.values[value_id], names, dict(enumerate(position)))
+                renamed = symmetry.rename_node(self.nodes.values[value_id], names, position)
             elif kind == "history":
-                renamed = symmetry.rename_history(self.histories.values[value_id], names, dict(enumerate(position)))
+                renamed = symmetry.rename_history(self.histories.values[value_id], names, position)
             else:
                 renamed = symmetry.rename_envelope(self.messages.values[value_id], names)
-            found = cache[key] = stable_fingerprint(renamed)
+            found = cache[value_id] = stable_fingerprint(renamed)
         return found
+
+    def _canonical_fingerprint(self, state: tuple[int, ...]) -> int:
+        size = self.size
+        history_id = state[size]
+        bag = state[size + 1 :]
+        best = None
+        for index, node_fps in self._renamings(state[:size]):
+            caches = self._renaming[index][2]
+            histories = caches["history"]
+            history_fp = histories.get(history_id)
+            if history_fp is None:
+                history_fp = self._renamed_fp(index, "history", history_id)
+            messages = caches["message"]
+            message_fps = []
+            for m in bag:
+                fp = messages.get(m)
+                message_fps.append(fp if fp is not None else self._renamed_fp(index, "message", m))
+            message_fps.sort()
+            fp = hash((node_fps, history_fp, tuple(message_fps)))
+            if best is None or fp < best:
+                best = fp
+        return best

@@ -42,6 +42,7 @@ class Bounds(msgspec.Struct, frozen=True, kw_only=True):
     loss: bool = True
     duplication: bool = False
     resign: bool = False
+    retries: bool = True  # request timeouts re-send unanswered requests (RETRY-1)
 
 
 # Actions: the environment's choices, one per step of a cluster run.
@@ -134,7 +135,10 @@ def node_actions(node_id: int, config: NodeConfig, node: NodeState, history: His
     """What may happen to one node: its armed timers, client appends, resignation, crash, restart."""
     if node.role == Role.DOWN:
         return [RestartNode(node=node_id)]
-    actions: list[Action] = [Fire(node=node_id, timer=t) for t in nodes.armed_timers(config, node)]
+    timers = nodes.armed_timers(config, node)
+    if not bounds.retries:
+        timers = tuple(t for t in timers if t != TimerKind.REQUEST_TIMEOUT)
+    actions: list[Action] = [Fire(node=node_id, timer=t) for t in timers]
     if node.role == Role.LEADER:
         if history.appended < bounds.client_values:
             actions.append(Append(node=node_id, value=history.appended + 1))

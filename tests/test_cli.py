@@ -1,0 +1,134 @@
+"""The `kraftcheck` command line, run in-process: `rules` and `simulate`."""
+
+import json
+import re
+
+import pytest
+
+from conformance.cli import main
+
+RULE_ROW = re.compile(r"^([A-Z][A-Z0-9]*(?:-[A-Z][A-Z0-9]*)*-[0-9]+[A-Z]?)\s")
+
+
+def listed_rules(text: str) -> list[str]:
+    return [m.group(1) for line in text.splitlines() if (m := RULE_ROW.match(line))]
+
+
+# rules ---------------------------------------------------------------------------------
+
+
+def test_rules_prints_the_catalogue_and_its_size(capsys):
+    assert main(["rules"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.rstrip("\n").splitlines()
+    assert lines[0].split()[:2] == ["rule", "title"]
+    ids = listed_rules(out)
+    assert "VOTE-REQ-2" in ids and "FETCH-REQ-3A" in ids and "SAFE-9" in ids
+    assert len(ids) == len(set(ids))
+    assert lines[-1] == f"{len(ids)} rules"
+    assert err == ""
+
+
+def test_rules_group_shows_only_that_group(capsys):
+    assert main(["rules", "--group", "vote-req"]) == 0
+    out, _ = capsys.readouterr()
+    ids = listed_rules(out)
+    assert "VOTE-REQ-2" in ids
+    assert all(re.fullmatch(r"VOTE-REQ-[0-9]+[A-Z]?", i) for i in ids), ids
+    assert out.rstrip("\n").splitlines()[-1] == f"{len(ids)} rules"
+
+    assert main(["rules"]) == 0
+    everything = listed_rules(capsys.readouterr().out)
+    assert ids == [i for i in everything if re.fullmatch(r"VOTE-REQ-[0-9]+[A-Z]?", i)]
+
+
+def test_rules_unknown_group_exits_2_and_lists_the_groups(capsys):
+    assert main(["rules", "--group", "nosuch"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("kraftcheck: no rules in group 'nosuch'; groups: ")
+    groups = err.strip().split("groups: ", 1)[1].split(", ")
+    assert "VOTE-REQ" in groups and "SAFE" in groups and groups == sorted(groups)
+    assert "Traceback" not in err
+
+
+# simulate ------------------------------------------------------------------------------
+
+
+def test_simulate_reports_that_every_property_held(capsys):
+    assert main(["simulate", "--runs", "20", "--steps", "200"]) == 0
+    out, err = capsys.readouterr()
+    rows = dict(line.split(None, 1) for line in out.splitlines() if line and not line.startswith("-") and len(line.split(None, 1)) == 2 and line.split()[0] in {"profile", "voters", "observers", "runs", "steps"})
+    assert rows["profile"].strip() == "kip595"
+    assert rows["voters"].strip() == "3" and rows["observers"].strip() == "1" and rows["runs"].strip() == "20"
+    assert 0 < int(rows["steps"]) <= 20 * 200
+    assert out.rstrip("\n").endswith("all safety properties held after every step")
+    assert "Traceback" not in err
+
+
+def test_simulate_json_prints_one_summary_object(capsys):
+    assert main(["simulate", "--json", "--runs", "5"]) == 0
+    out, _ = capsys.readouterr()
+    assert len(out.strip().splitlines()) == 1
+    summary = json.loads(out)
+    assert set(summary) == {"profile", "voters", "observers", "runs", "steps", "violations"}
+    assert (summary["profile"], summary["voters"], summary["observers"], summary["runs"]) == ("kip595", 3, 1, 5)
+    assert 0 < summary["steps"] <= 5 * 400
+    assert summary["violations"] == []
+
+
+def test_simulate_json_with_a_violation(capsys):
+    """The JSON summary names each violated rule with the seed and step that broke it."""
+    assert main(["simulate", "--json", "--profile", "kip595-literal-diverging", "--runs", "60", "--duplication", "--resign"]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["profile"] == "kip595-literal-diverging"
+    assert summary["violations"]
+    seeds = {v["seed"] for v in summary["violations"]}
+    assert len(seeds) == 1 and summary["runs"] == seeds.pop() + 1  # it stops at the first violating seed
+    assert {v["rule"] for v in summary["violations"]} <= {"SAFE-6", "SAFE-9"}
+    assert all(set(v) == {"rule", "detail", "seed", "step"} for v in summary["violations"])
+
+
+def test_simulate_literal_diverging_epoch_shows_the_violation_and_its_steps(capsys):
+    """FETCH-REQ-3A read literally: the run stops at the violating seed, names the rule and shows the steps."""
+    code = main(["simulate", "--profile", "kip595-literal-diverging", "--runs", "60", "--duplication", "--resign"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    found = re.search(r"^seed (\d+) violates ((?:SAFE-\d)(?:, SAFE-\d)*) after (\d+) steps:$", out, re.MULTILINE)
+    assert found, out
+    seed, rules, steps = int(found.group(1)), found.group(2).split(", "), int(found.group(3))
+    assert set(rules) <= {"SAFE-6", "SAFE-9"}
+    for rule in rules:
+        assert re.search(rf"^  {rule}: \S", out, re.MULTILINE)
+    assert re.search(rf"^runs\s+{seed + 1}$", out, re.MULTILINE)
+    header = re.search(r"^\s*step\s+action\s+what changed$", out, re.MULTILINE)
+    assert header and header.start() > found.end(), out
+    table = out[header.end():]
+    numbers = [int(m.group(1)) for m in re.finditer(r"^\s+(\d+)\s{2}", table, re.MULTILINE)]
+    assert numbers == list(range(steps - 24, steps + 1))  # the last 25 steps (--show default)
+    assert "all safety properties held" not in out
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["simulate", "--voters", "0"], "kraftcheck: invalid configuration: --voters must be at least 1, got 0"),
+        (["simulate", "--observers", "-1"], "kraftcheck: invalid configuration: --observers must not be negative, got -1"),
+        (["simulate", "--profile", "nope"], "kraftcheck: invalid configuration: unknown profile 'nope'; known profiles: "),
+    ],
+)
+def test_simulate_rejects_bad_configuration_without_a_traceback(capsys, argv, message):
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(message)
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_unknown_option_value_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", "--runs", "many"])
+    assert exited.value.code == 2
+    assert "invalid int value: 'many'" in capsys.readouterr().err

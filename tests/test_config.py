@@ -1,0 +1,132 @@
+"""model.config: cluster configurations that cannot exist are rejected, and what profiles switch on."""
+
+import pytest
+
+from model.config import FAULTY_PROFILES, PROFILES, ClusterConfig, ConfigError, NodeConfig, Options, Timing, profile
+
+
+def test_config_error_is_a_value_error():
+    assert issubclass(ConfigError, ValueError)
+
+
+def test_empty_voter_set_is_rejected():
+    with pytest.raises(ConfigError) as raised:
+        ClusterConfig(voters=())
+    assert str(raised.value) == "the voter set is empty: a quorum needs at least one voter"
+
+
+def test_empty_voter_set_is_rejected_even_with_observers():
+    with pytest.raises(ConfigError, match="the voter set is empty"):
+        ClusterConfig(voters=(), observers=(4, 5))
+
+
+def test_duplicate_voter_is_rejected():
+    with pytest.raises(ConfigError) as raised:
+        ClusterConfig(voters=(1, 2, 1, 3))
+    assert str(raised.value) == "duplicate node ids [1] (a node is either one voter or one observer)"
+
+
+def test_duplicate_observer_is_rejected():
+    with pytest.raises(ConfigError) as raised:
+        ClusterConfig(voters=(1, 2, 3), observers=(5, 5))
+    assert str(raised.value) == "duplicate node ids [5] (a node is either one voter or one observer)"
+
+
+def test_node_both_voter_and_observer_is_rejected():
+    with pytest.raises(ConfigError) as raised:
+        ClusterConfig(voters=(1, 2, 3), observers=(4, 3, 2))
+    assert str(raised.value) == "duplicate node ids [2, 3] (a node is either one voter or one observer)"
+
+
+def test_negative_ids_are_rejected():
+    with pytest.raises(ConfigError) as raised:
+        ClusterConfig(voters=(1, -2, 3), observers=(-7,))
+    assert str(raised.value) == "node ids must be non-negative, got [-7, -2]"
+
+
+def test_node_id_zero_is_allowed():
+    config = ClusterConfig(voters=(0, 1, 2))
+    assert config.nodes == (0, 1, 2)
+    assert config.node(0).is_voter
+
+
+def test_unknown_profile_is_rejected_and_the_known_ones_listed():
+    with pytest.raises(ConfigError) as raised:
+        ClusterConfig(voters=(1, 2, 3), profile="nope")
+    known = ", ".join(sorted(PROFILES | FAULTY_PROFILES))
+    assert str(raised.value) == f"unknown profile 'nope'; known profiles: {known}"
+    assert "kip595-literal-diverging" in known and "faulty-hw-any-epoch" in known
+
+
+def test_profile_lookup_rejects_unknown_names():
+    with pytest.raises(ConfigError, match=r"^unknown profile 'KIP595'; known profiles: "):
+        profile("KIP595")
+
+
+def test_node_of_a_non_member_is_rejected():
+    config = ClusterConfig(voters=(1, 2, 3), observers=(4,))
+    with pytest.raises(ConfigError) as raised:
+        config.node(9)
+    assert str(raised.value) == "node 9 is neither a voter [1, 2, 3] nor an observer [4]"
+
+
+def test_node_of_a_non_member_without_observers():
+    with pytest.raises(ConfigError) as raised:
+        ClusterConfig(voters=(1,)).node(2)
+    assert str(raised.value) == "node 2 is neither a voter [1] nor an observer []"
+
+
+def test_node_config_of_a_voter_and_an_observer():
+    timing = Timing(fetch_timeout_ms=500)
+    config = ClusterConfig(voters=(1, 2, 3), observers=(4,), cluster_id="abc", profile="kip595-literal-diverging", timing=timing)
+    assert config.nodes == (1, 2, 3, 4)
+    voter = config.node(2)
+    assert voter == NodeConfig(node_id=2, voters=(1, 2, 3), observers=(4,), cluster_id="abc", options=Options(diverging_epoch="below"), timing=timing)
+    assert voter.is_voter and voter.majority == 2 and voter.replicas == (1, 2, 3, 4)
+    observer = config.node(4)
+    assert not observer.is_voter and observer.majority == 2 and observer.node_id == 4
+
+
+def test_majority_of_voter_sets():
+    assert [ClusterConfig(voters=tuple(range(1, n + 1))).node(1).majority for n in (1, 2, 3, 4, 5)] == [1, 2, 2, 3, 3]
+
+
+def test_default_options_are_the_kip_as_the_model_reads_it():
+    assert Options() == Options(
+        diverging_epoch="at_most",
+        hw_any_epoch=False,
+        vote_without_log_check=False,
+        forget_vote_on_restart=False,
+        truncate_to_hw=False,
+        skip_leader_change=False,
+    )
+    assert ClusterConfig(voters=(1,)).profile == "kip595"
+    assert ClusterConfig(voters=(1,)).node(1).options == Options()
+
+
+EXPECTED_PROFILES = {
+    "kip595": {},
+    "kip595-literal-diverging": {"diverging_epoch": "below"},
+    "faulty-hw-any-epoch": {"hw_any_epoch": True},
+    "faulty-vote-no-log-check": {"vote_without_log_check": True},
+    "faulty-forget-vote": {"forget_vote_on_restart": True},
+    "faulty-truncate-to-hw": {"truncate_to_hw": True},
+    "faulty-no-leader-change": {"skip_leader_change": True},
+}
+
+
+def test_profile_names():
+    assert set(PROFILES) == {"kip595", "kip595-literal-diverging"}
+    assert set(FAULTY_PROFILES) == set(EXPECTED_PROFILES) - set(PROFILES)
+    assert all(name.startswith("faulty-") for name in FAULTY_PROFILES)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_PROFILES))
+def test_each_profile_switches_exactly_its_options(name):
+    """A profile is the default options with only its own switches changed."""
+    defaults = Options()
+    options = profile(name)
+    changed = {field: getattr(options, field) for field in Options.__struct_fields__ if getattr(options, field) != getattr(defaults, field)}
+    assert changed == EXPECTED_PROFILES[name]
+    assert (PROFILES | FAULTY_PROFILES)[name] == options
+    assert ClusterConfig(voters=(1, 2, 3), observers=(4,), profile=name).node(4).options == options
