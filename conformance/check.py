@@ -22,6 +22,7 @@ def system_for(config: CheckConfig) -> KraftSystem:
         config.faults(),
         max_epoch=config.max_epoch,
         max_in_flight=config.max_in_flight,
+        max_elections=config.max_elections,
         symmetry=config.symmetry,
     )
 

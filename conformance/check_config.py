@@ -21,12 +21,15 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     profile: str = "kip595"
     client_values: int = 1
     max_epoch: int = 2
+    max_elections: int | None = None  # candidacies in a whole run (the TLA+ spec's MaxElections)
     max_in_flight: int = 4
+    fetch_max_records: int = 0  # records per Fetch response; 0 = all
     max_crashes: int = 0
     loss: bool = True
     duplication: bool = False
     resign: bool = False
     retries: bool = False
+    progress_timeouts: bool = True
     symmetry: bool = True
 
     def __post_init__(self) -> None:
@@ -41,7 +44,7 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         """Voters are numbered 1..N, observers N+1..N+M."""
         voters = tuple(range(1, self.voters + 1))
         observers = tuple(range(self.voters + 1, self.voters + self.observers + 1))
-        return ClusterConfig(voters=voters, observers=observers, profile=self.profile)
+        return ClusterConfig(voters=voters, observers=observers, profile=self.profile, fetch_max_records=self.fetch_max_records)
 
     def faults(self) -> Bounds:
         return Bounds(
@@ -51,6 +54,7 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
             duplication=self.duplication,
             resign=self.resign,
             retries=self.retries,
+            progress_timeouts=self.progress_timeouts,
         )
 
 

@@ -83,6 +83,8 @@ def main_check(args) -> int:
         "client_values": args.client_values,
         "max_epoch": args.max_epoch,
         "max_in_flight": args.max_in_flight,
+        "max_elections": args.max_elections,
+        "fetch_max_records": args.fetch_max_records,
         "max_crashes": args.crashes,
         "loss": args.loss,
         "duplication": args.duplication,
@@ -121,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--max-epoch", type=int, help="largest epoch any node may reach")
     check.add_argument("--max-in-flight", type=int, help="most messages in flight at once")
     check.add_argument("--crashes", type=int, help="crashes allowed (each crashed node may restart)")
+    check.add_argument("--max-elections", type=int, help="candidacies allowed in a whole run")
+    check.add_argument("--fetch-max-records", type=int, help="most records per Fetch response (0 = all)")
     check.add_argument("--loss", action=argparse.BooleanOptionalAction, default=None, help="allow message loss")
     check.add_argument("--duplication", action=argparse.BooleanOptionalAction, default=None, help="allow duplicated deliveries")
     check.add_argument("--resign", action=argparse.BooleanOptionalAction, default=None, help="allow leaders to resign")

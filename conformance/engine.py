@@ -1,19 +1,18 @@
 """The exploration engine: breadth-first search over a system's states, deduplicated by fingerprint.
 
 Generic over a `System` (initial states, successors within bounds, canonical fingerprint,
-invariants), so the in-process engine and a distributed one explore the same systems and
-must report the same counts. A violation comes back with the shortest path to it, rebuilt
-from parent links.
+invariants), so the in-process engine and the sharded one explore the same systems and report
+the same counts. The search is level-synchronous: when a property fails it finishes that level
+and stops, and for each violated property it keeps the violating state with the smallest
+fingerprint at that depth, so every engine and every worker count reports the same numbers and
+the same shortest counterexamples.
 """
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import NamedTuple, Protocol
 
 import msgspec
-
-State = TypeVar("State")
-Action = TypeVar("Action")
 
 
 class Violation(NamedTuple):
@@ -21,25 +20,25 @@ class Violation(NamedTuple):
     detail: str
 
 
-class System(Protocol[State, Action]):
+class System(Protocol):
     """What the engine explores."""
 
-    def initial_states(self) -> list[State]: ...
+    def initial_states(self) -> list: ...
 
-    def successors(self, state: State) -> Iterable[tuple[Action, State]]:
+    def successors(self, state) -> Iterable[tuple[object, object]]:
         """Every (action, next state) within the system's bounds, in a deterministic order."""
 
-    def fingerprint(self, state: State) -> int:
+    def fingerprint(self, state) -> int:
         """Equal for states that are the same up to symmetry; the same in every process."""
 
-    def violations(self, state: State) -> tuple[Violation, ...]: ...
+    def violations(self, state) -> tuple[Violation, ...]: ...
 
     def property_ids(self) -> tuple[str, ...]: ...
 
 
-class Counterexample(Generic[State, Action], NamedTuple):
+class Counterexample(NamedTuple):
     violation: Violation
-    path: list[tuple[Action | None, State]]  # from an initial state (action None) to the violating one
+    path: list  # (action, state) pairs from an initial state (action None) to the violating one
 
 
 class Progress(msgspec.Struct):
@@ -56,7 +55,23 @@ class Result(msgspec.Struct):
     depth: int
     seconds: float
     complete: bool  # the whole bounded state space was explored
-    counterexamples: list  # one per violated property, shortest first found
+    counterexamples: list  # one per violated property, in property order
+
+
+class Findings:
+    """Per property, the violating (depth, fingerprint) that wins: the shallowest, then the smallest."""
+
+    def __init__(self) -> None:
+        self.best: dict[str, tuple[int, int, Violation]] = {}
+
+    def note(self, depth: int, fp: int, violations: tuple[Violation, ...]) -> None:
+        for v in violations:
+            held = self.best.get(v.rule)
+            if held is None or (depth, fp) < held[:2]:
+                self.best[v.rule] = (depth, fp, v)
+
+    def __bool__(self) -> bool:
+        return bool(self.best)
 
 
 def explore(
@@ -67,39 +82,34 @@ def explore(
     progress: Callable[[Progress], None] | None = None,
     progress_every: float = 1.0,
 ) -> Result:
-    """Breadth-first search; stops at the first violation unless keep_going (then one per property)."""
+    """Breadth-first search; stops after the first level with a violation unless keep_going."""
     start = time.perf_counter()
     parents: dict[int, int] = {}
-    found: dict[str, tuple[Violation, int]] = {}
+    findings = Findings()
     frontier: list[tuple[int, object]] = []
     for state in system.initial_states():
         fp = system.fingerprint(state)
         if fp not in parents:
             parents[fp] = fp
             frontier.append((fp, state))
-            for v in system.violations(state):
-                found.setdefault(v.rule, (v, fp))
+            findings.note(0, fp, system.violations(state))
     generated = len(frontier)
     depth = 0
     next_report = start + progress_every
-    stopped = bool(found) and not keep_going
-    while frontier and not stopped:
+    while frontier and not (findings and not keep_going):
+        if max_states is not None and len(parents) >= max_states:
+            break
         level: list[tuple[int, object]] = []
         for parent_fp, state in frontier:
             for _action, successor in system.successors(state):
                 generated += 1
                 fp = system.fingerprint(successor)
-                if fp in parents:
-                    continue
-                parents[fp] = parent_fp
-                level.append((fp, successor))
-                for v in system.violations(successor):
-                    if v.rule not in found:
-                        found[v.rule] = (v, fp)
-                        stopped = not keep_going
-            if stopped or (max_states is not None and len(parents) >= max_states):
-                stopped = True
-                break
+                if fp not in parents:
+                    parents[fp] = parent_fp
+                    level.append((fp, successor))
+                    found = system.violations(successor)
+                    if found:
+                        findings.note(depth + 1, fp, found)
             if progress and time.perf_counter() >= next_report:
                 progress(Progress(len(parents), generated, depth + 1, len(level), time.perf_counter() - start))
                 next_report = time.perf_counter() + progress_every
@@ -107,16 +117,19 @@ def explore(
             depth += 1
         frontier = level
     seconds = time.perf_counter() - start
-    counterexamples = [Counterexample(v, shortest_path(system, parents, fp)) for v, fp in found.values()]
-    counterexamples.sort(key=lambda c: len(c.path))
+    order = {rule: i for i, rule in enumerate(system.property_ids())}
+    counterexamples = [
+        Counterexample(v, shortest_path(system, parents.__getitem__, fp))
+        for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
+    ]
     return Result(len(parents), generated, depth, seconds, not frontier, counterexamples)
 
 
-def shortest_path(system: System, parents: dict[int, int], target: int) -> list[tuple[object, object]]:
+def shortest_path(system: System, parent_of: Callable[[int], int], target: int) -> list[tuple[object, object]]:
     """Replay from an initial state along the parent links, picking successors by fingerprint."""
     chain = [target]
-    while parents[chain[-1]] != chain[-1]:
-        chain.append(parents[chain[-1]])
+    while parent_of(chain[-1]) != chain[-1]:
+        chain.append(parent_of(chain[-1]))
     chain.reverse()
     state = next(s for s in system.initial_states() if system.fingerprint(s) == chain[0])
     path: list[tuple[object, object]] = [(None, state)]
@@ -124,5 +137,3 @@ def shortest_path(system: System, parents: dict[int, int], target: int) -> list[
         action, state = next((a, s) for a, s in system.successors(state) if system.fingerprint(s) == fp)
         path.append((action, state))
     return path
-
-

@@ -32,6 +32,8 @@ from model.cluster import (
     record,
 )
 from model.config import ClusterConfig
+from model.messages import BeginQuorumEpochResponse, FetchResponse
+from model.state import NodeState
 from model import node as nodes
 
 _encode = msgspec.msgpack.Encoder(order="deterministic").encode
@@ -59,18 +61,44 @@ class Interned:
         return found
 
 
+def request_epoch(request: object) -> int:
+    """The epoch a request was sent in."""
+    for field in ("CandidateEpoch", "LeaderEpoch", "CurrentLeaderEpoch"):
+        if hasattr(request, field):
+            return getattr(request, field)
+    return -1
+
+
+def dead_fields(faults: Bounds) -> tuple[str, ...]:
+    """Volatile fields that no enabled action reads under these bounds, so they never tell states apart.
+
+    `endorsed` and `refused` are read only when requests are re-sent (RETRY-1), `fetched` only by
+    the leader progress timeout (PROGRESS-1); no safety property reads any of them.
+    """
+    dead = []
+    if not faults.retries:
+        dead += ["endorsed", "refused"]
+    if not faults.progress_timeouts:
+        dead.append("fetched")
+    return tuple(dead)
+
+
 class KraftSystem:
     """A cluster under exploration bounds: max epoch, max messages in flight, faults, symmetry."""
 
-    def __init__(self, config: ClusterConfig, faults: Bounds, *, max_epoch: int, max_in_flight: int, symmetry: bool = True) -> None:
+    def __init__(
+        self, config: ClusterConfig, faults: Bounds, *, max_epoch: int, max_in_flight: int, max_elections: int | None = None, symmetry: bool = True
+    ) -> None:
         self.cluster = Cluster(config, faults)
         self.faults = faults
         self.max_epoch = max_epoch
         self.max_in_flight = max_in_flight
+        self.max_elections = max_elections
         # Renaming nodes is exact only while every rule treats nodes alike; resignation breaks
         # PreferredSuccessors ties by node id, so it turns symmetry off.
         self.symmetry = symmetry and not faults.resign
         self.size = len(config.nodes)
+        self.dead_fields = dead_fields(faults)
         self.nodes = Interned()
         self.messages = Interned()
         self.histories = Interned()
@@ -79,6 +107,7 @@ class KraftSystem:
         self._node_actions: dict = {}
         self._checks: dict = {}
         self._signatures: dict[int, tuple] = {}
+        self._inert_below: dict[int, tuple[int, int]] = {}
         self._orders: dict[tuple[int, ...], list] = {}
         self._permutations: dict[tuple[int, ...], int] = {}
         self._renaming: list[tuple[dict, dict, dict]] = []
@@ -150,7 +179,7 @@ class KraftSystem:
     # -- between encodings -------------------------------------------------------------------
     def encode(self, state: ClusterState) -> tuple[int, ...]:
         bag = sorted((self.messages.id(envelope) for _key, envelope in state.network), key=self._message_order)
-        return tuple(self.nodes.id(n) for n in state.nodes) + (self.histories.id(state.history),) + tuple(bag)
+        return tuple(self.nodes.id(self._view(n)) for n in state.nodes) + (self.histories.id(state.history),) + tuple(bag)
 
     def decode(self, state: tuple[int, ...]) -> ClusterState:
         bag = network.EMPTY
@@ -171,6 +200,12 @@ class KraftSystem:
         if kind == "drop":
             return Drop(envelope=envelope)
         return Deliver(envelope=envelope, duplicate=kind == "duplicate")
+
+    def _view(self, node: NodeState) -> NodeState:
+        """The node with the fields no enabled action reads under these bounds blanked out."""
+        if not self.dead_fields or not any(getattr(node, f) for f in self.dead_fields):
+            return node
+        return msgspec.structs.replace(node, **{f: frozenset() for f in self.dead_fields})
 
     # -- transitions -------------------------------------------------------------------------
     def _message_order(self, message_id: int) -> tuple[int, int]:
@@ -193,7 +228,7 @@ class KraftSystem:
             action = Deliver(envelope=self.messages.values[what]) if kind == "deliver" else what
             node_id, event = event_of(action)
             transition = nodes.step(self.cluster.node_configs[position], self.nodes.values[before], event)
-            after = self.nodes.id(transition.state)
+            after = self.nodes.id(self._view(transition.state))
             sent = tuple(self.messages.id(e) for e in outgoing(node_id, event, transition))
             stepped = self._steps[step_key] = (after, sent, transition.state.epoch > self.max_epoch)
         after, sent, beyond = stepped
@@ -206,10 +241,48 @@ class KraftSystem:
             if charge is not None:
                 history = counted(history, Append(node=0, value=0) if charge is Append else CrashNode(node=0))
             history = record(history, position, self.cluster.ids[position], self.nodes.values[before], self.nodes.values[after])
-            next_history = self._records[record_key] = self.histories.id(history)
+            if self.max_elections is not None and history.elections > self.max_elections:
+                next_history = self._records[record_key] = -1
+            else:
+                next_history = self._records[record_key] = self.histories.id(history)
+        if next_history == -1:
+            return None
         if sent:
             bag = tuple(sorted(bag + sent, key=self._message_order))
-        return node_ids[:position] + (after,) + node_ids[position + 1 :] + (next_history,) + bag
+        node_ids = node_ids[:position] + (after,) + node_ids[position + 1 :]
+        return node_ids + (next_history,) + self._live(bag, node_ids)
+
+    def _live(self, bag: tuple[int, ...], node_ids: tuple[int, ...]) -> tuple[int, ...]:
+        """The bag without inert messages: responses that can no longer change anything.
+
+        A response whose piggy-backed epoch and whose request's epoch are both below its
+        destination's epoch is ignored by every handler (epochs never decrease), so delivering or
+        losing it are the same no-op. Without retries a BeginQuorumEpoch response without error
+        only records an endorsement, which nothing then reads (see dead_fields).
+        """
+        values = self.nodes.values
+        kept = []
+        for m in bag:
+            rule = self._inert_below.get(m)
+            if rule is None:
+                rule = self._inert_below[m] = self._inertness(m)
+            position, epoch = rule
+            if position < 0 or values[node_ids[position]].epoch <= epoch:
+                kept.append(m)
+        return tuple(kept) if len(kept) != len(bag) else bag
+
+    def _inertness(self, message_id: int) -> tuple[int, int]:
+        """(destination slot, epoch) such that the message is inert once the destination is past
+        that epoch; (-1, 0) for messages that stay live; epoch -1 for messages inert from the start."""
+        envelope = self.messages.values[message_id]
+        if envelope.request is None:
+            return (-1, 0)
+        message = envelope.message
+        position = self.cluster.index[envelope.destination]
+        if "endorsed" in self.dead_fields and type(message) is BeginQuorumEpochResponse and not (message.ErrorCode or message.PartitionErrorCode):
+            return (position, -1)
+        piggybacked = message.CurrentLeader.LeaderEpoch if type(message) is FetchResponse else message.LeaderEpoch
+        return (position, max(piggybacked, request_epoch(envelope.request)))
 
     # -- symmetry --------------------------------------------------------------------------------
     def _signature(self, node_id: int) -> tuple:

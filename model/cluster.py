@@ -26,6 +26,7 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
     violations: frozenset[str] = frozenset()  # step properties seen broken (SAFE-5)
     appended: int = 0  # client values appended so far
     crashes: int = 0
+    elections: int = 0  # candidacies started (each bumps an epoch)
 
 
 class ClusterState(msgspec.Struct, frozen=True, kw_only=True):
@@ -43,6 +44,7 @@ class Bounds(msgspec.Struct, frozen=True, kw_only=True):
     duplication: bool = False
     resign: bool = False
     retries: bool = True  # request timeouts re-send unanswered requests (RETRY-1)
+    progress_timeouts: bool = True  # a leader may time out for lack of fetches (PROGRESS-1)
 
 
 # Actions: the environment's choices, one per step of a cluster run.
@@ -138,6 +140,8 @@ def node_actions(node_id: int, config: NodeConfig, node: NodeState, history: His
     timers = nodes.armed_timers(config, node)
     if not bounds.retries:
         timers = tuple(t for t in timers if t != TimerKind.REQUEST_TIMEOUT)
+    if not bounds.progress_timeouts:
+        timers = tuple(t for t in timers if t != TimerKind.PROGRESS_TIMEOUT)
     actions: list[Action] = [Fire(node=node_id, timer=t) for t in timers]
     if node.role == Role.LEADER:
         if history.appended < bounds.client_values:
@@ -198,6 +202,8 @@ def record(history: History, index: int, node_id: int, before: NodeState, after:
     if after.epoch > history.max_epochs[index]:
         epochs = history.max_epochs
         changes["max_epochs"] = epochs[:index] + (after.epoch,) + epochs[index + 1 :]
+    if after.role == Role.CANDIDATE and after.epoch > before.epoch:
+        changes["elections"] = history.elections + 1
     if after.voted_id != -1 and (after.epoch, after.voted_id) != (before.epoch, before.voted_id):
         changes["votes"] = history.votes | {(node_id, after.epoch, after.voted_id)}
     if after.role == Role.LEADER:

@@ -19,6 +19,8 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # model's reading); "below" = strictly below it, as the KIP's text literally says, which lets
     # a follower truncate committed records (the checker shows SAFE-9 and SAFE-6 break).
     diverging_epoch: str = "at_most"
+    # FETCH-REQ-6: most records in one Fetch response; 0 sends all (Kafka bounds it by MaxBytes).
+    fetch_max_records: int = 0
     # Faulty variants, each breaking one rule on purpose (the checker must find them).
     hw_any_epoch: bool = False  # HW-1 ignored: commit entries of earlier epochs by counting
     vote_without_log_check: bool = False  # VOTE-REQ-4B: grant without the up-to-date check
@@ -92,6 +94,7 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True):
     cluster_id: str | None = "kraft-cluster"
     profile: str = "kip595"
     timing: Timing = Timing()
+    fetch_max_records: int = 0  # overrides the profile's Options.fetch_max_records when set
 
     def __post_init__(self) -> None:
         validate_members(self.voters, self.observers)
@@ -100,6 +103,13 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def nodes(self) -> tuple[int, ...]:
         return self.voters + self.observers
+
+    @property
+    def options(self) -> Options:
+        chosen = profile(self.profile)
+        if self.fetch_max_records:
+            chosen = msgspec.structs.replace(chosen, fetch_max_records=self.fetch_max_records)
+        return chosen
 
     def node(self, node_id: int) -> NodeConfig:
         """The static configuration of one member."""
@@ -110,7 +120,7 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True):
             voters=self.voters,
             observers=self.observers,
             cluster_id=self.cluster_id,
-            options=profile(self.profile),
+            options=self.options,
             timing=self.timing,
         )
 

@@ -63,7 +63,8 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
             rules += ("FETCH-REQ-4", "HW-1", "HW-2")
         else:
             rules += ("HW-3",)
-    records = leader.log[request.FetchOffset :]
+    limit = config.options.fetch_max_records
+    records = leader.log[request.FetchOffset : request.FetchOffset + limit] if limit else leader.log[request.FetchOffset :]
     return answer(leader, rules + ("FETCH-REQ-3", "FETCH-REQ-6"), records=records, extra=committed)
 
 

@@ -60,6 +60,7 @@ def rename_node(state: NodeState, names: Mapping[int, int], position: Mapping[in
         voted_id=rename_id(state.voted_id, names),
         log=rename_value(state.log, names),
         granted=frozenset(rename_id(i, names) for i in state.granted),
+        refused=frozenset(rename_id(i, names) for i in state.refused),
         endorsed=frozenset(rename_id(i, names) for i in state.endorsed),
         fetched=frozenset(rename_id(i, names) for i in state.fetched),
         replica_offsets=offsets,

@@ -1,0 +1,128 @@
+"""The explorer's reductions lose nothing: compared with a naive search over model.cluster.
+
+The interned system collects inert messages, blanks fields no enabled action reads, and merges
+states equal up to renaming nodes. None of that may change which node states and histories
+are reachable, or what the safety properties say about them.
+"""
+
+import msgspec
+import pytest
+
+from conformance.kraft_system import KraftSystem, dead_fields
+from conformance.engine import explore
+from model import properties
+from model.cluster import Bounds, Cluster
+from model.config import ClusterConfig
+from model.symmetry import rename_cluster
+
+SCENARIOS = {
+    "two-voters-loss": (ClusterConfig(voters=(1, 2)), Bounds(client_values=1, retries=False, progress_timeouts=False), 2, None),
+    "three-voters-one-election": (ClusterConfig(voters=(1, 2, 3)), Bounds(client_values=1, retries=False, progress_timeouts=False), 1, 1),
+    "two-voters-crash-restart": (
+        ClusterConfig(voters=(1, 2)),
+        Bounds(client_values=1, max_crashes=1, loss=False, retries=False, progress_timeouts=True),
+        1,
+        None,
+    ),
+}
+NO_LIMIT = 64  # never binds: without duplication or retries these scenarios keep few messages in flight
+
+
+def naive_projections(config: ClusterConfig, faults: Bounds, max_epoch: int, max_elections: int | None) -> set:
+    """Breadth-first search over ClusterState itself: (nodes with dead fields blanked, history)."""
+    cluster = Cluster(config, faults)
+    blank = {f: frozenset() for f in dead_fields(faults)}
+    start = cluster.initial()
+    seen, frontier = {start}, [start]
+    while frontier:
+        following = []
+        for state in frontier:
+            for action in cluster.enabled(state):
+                successor, _ = cluster.apply(state, action)
+                history = successor.history
+                if any(n.epoch > max_epoch for n in successor.nodes) or (max_elections is not None and history.elections > max_elections):
+                    continue
+                if successor not in seen:
+                    seen.add(successor)
+                    following.append(successor)
+        frontier = following
+    return {(tuple(msgspec.structs.replace(n, **blank) for n in s.nodes), s.history) for s in seen}
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_reduced_exploration_reaches_exactly_the_naive_node_states_and_histories(name):
+    config, faults, max_epoch, max_elections = SCENARIOS[name]
+    expected = naive_projections(config, faults, max_epoch, max_elections)
+    system = KraftSystem(config, faults, max_epoch=max_epoch, max_in_flight=NO_LIMIT, max_elections=max_elections, symmetry=False)
+    result = explore(system, keep_going=True)
+    assert result.complete
+    reached = set()
+    parents = [system.initial_states()[0]]
+    # Walk the reduced system's whole state space again to collect its projections.
+    seen = {system.fingerprint(parents[0])}
+    while parents:
+        following = []
+        for state in parents:
+            decoded = system.decode(state)
+            reached.add((decoded.nodes, decoded.history))
+            for _action, successor in system.successors(state):
+                fp = system.fingerprint(successor)
+                if fp not in seen:
+                    seen.add(fp)
+                    following.append(successor)
+        parents = following
+    assert reached == expected
+    assert len(seen) == result.distinct
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_symmetry_counts_orbits(name):
+    """With symmetry on, the explorer finds one state per orbit of the unreduced space."""
+    config, faults, max_epoch, max_elections = SCENARIOS[name]
+    plain = KraftSystem(config, faults, max_epoch=max_epoch, max_in_flight=NO_LIMIT, max_elections=max_elections, symmetry=False)
+    reduced = KraftSystem(config, faults, max_epoch=max_epoch, max_in_flight=NO_LIMIT, max_elections=max_elections, symmetry=True)
+    orbits = set()
+    frontier = plain.initial_states()
+    seen = {plain.fingerprint(frontier[0])}
+    while frontier:
+        following = []
+        for state in frontier:
+            orbits.add(reduced.fingerprint(reduced.encode(plain.decode(state))))
+            for _action, successor in plain.successors(state):
+                fp = plain.fingerprint(successor)
+                if fp not in seen:
+                    seen.add(fp)
+                    following.append(successor)
+        frontier = following
+    assert explore(reduced, keep_going=True).distinct == len(orbits) < len(seen)
+
+
+def test_renaming_commutes_with_every_transition_but_resignation():
+    """Symmetry is sound: renaming nodes then stepping equals stepping then renaming."""
+    import random
+
+    from model.cluster import Deliver, Drop, ResignLeader
+    from model.symmetry import rename_envelope
+
+    cluster = Cluster(ClusterConfig(voters=(1, 2, 3), observers=(4,)), Bounds(client_values=3, duplication=True, max_crashes=2))
+    names = {1: 2, 2: 3, 3: 1}
+
+    def renamed(action):
+        if type(action) in (Deliver, Drop):
+            return msgspec.structs.replace(action, envelope=rename_envelope(action.envelope, names))
+        return msgspec.structs.replace(action, node=names.get(action.node, action.node))
+
+    checked = 0
+    for seed in range(30):
+        rng = random.Random(seed)
+        state = cluster.initial()
+        for _ in range(120):
+            action = rng.choice(cluster.enabled(state))
+            assert type(action) is not ResignLeader
+            after, _ = cluster.apply(state, action)
+            mirrored, _ = cluster.apply(rename_cluster(state, cluster.ids, names), renamed(action))
+            assert rename_cluster(after, cluster.ids, names) == mirrored
+            assert properties.violations(cluster, after) == ()
+            checked += 1
+            state = after
+    assert checked == 30 * 120
