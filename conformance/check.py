@@ -1,5 +1,6 @@
 """`kraftcheck check`: exhaustive exploration of a configuration, its summary and counterexamples."""
 
+import functools
 import json
 import os
 import sys
@@ -13,6 +14,7 @@ from conformance import describe_steps
 from conformance.check_config import CheckConfig
 from conformance.engine import Progress, Result, explore
 from conformance.kraft_system import KraftSystem
+from conformance.sharded import explore_sharded
 from model.cluster import Cluster
 
 
@@ -115,7 +117,7 @@ def save_counterexample(directory: Path, name: str, data: dict, violation, steps
     return path
 
 
-def run_check(name: str, config: CheckConfig, *, keep_going: bool, as_json: bool, out: Path, max_states: int | None) -> int:
+def run_check(name: str, config: CheckConfig, *, keep_going: bool, as_json: bool, out: Path, max_states: int | None, workers: int) -> int:
     system = system_for(config)
     live = sys.stderr.isatty() and not as_json
 
@@ -124,10 +126,14 @@ def run_check(name: str, config: CheckConfig, *, keep_going: bool, as_json: bool
         line = f"\r  distinct {p.distinct:,}  {rate:,.0f} states/s  depth {p.depth}  queue {p.queue:,}  {p.seconds:.0f}s"
         print(line, end="", file=sys.stderr, flush=True)
 
-    result = explore(system, keep_going=keep_going, max_states=max_states, progress=progress if live else None)
+    report = progress if live else None
+    if workers > 1:
+        result = explore_sharded(functools.partial(system_for, config), workers, keep_going=keep_going, max_states=max_states, progress=report)
+    else:
+        result = explore(system, keep_going=keep_going, max_states=max_states, progress=report)
     if live:
         print(file=sys.stderr)
-    data = summary(name, config, system, result, workers=1)
+    data = summary(name, config, system, result, workers=workers)
     saved = []
     for counterexample in result.counterexamples:
         steps = counterexample_steps(system, counterexample.path)

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import sys
 
 from tabulate import tabulate
@@ -94,7 +95,10 @@ def main_check(args) -> int:
     }
     name = args.config or ("custom" if any(v is not None for v in overrides.values()) else "smoke")
     config = resolve(args.config if args.config else (None if name == "custom" else "smoke"), overrides)
-    return run_check(name, config, keep_going=args.keep_going, as_json=args.json, out=Path(args.out), max_states=args.max_states)
+    workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    return run_check(name, config, keep_going=args.keep_going, as_json=args.json, out=Path(args.out), max_states=args.max_states, workers=workers)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--resign", action=argparse.BooleanOptionalAction, default=None, help="allow leaders to resign")
     check.add_argument("--retries", action=argparse.BooleanOptionalAction, default=None, help="allow request timeouts to re-send")
     check.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="symmetry reduction over node ids (default on)")
+    check.add_argument("--workers", type=int, help="worker processes (default: one per core); counts are identical for any number")
     check.add_argument("--keep-going", action="store_true", help="collect a counterexample for every violated property")
     check.add_argument("--max-states", type=int, help="stop after this many distinct states")
     check.add_argument("--out", default="out", help="directory for counterexample traces (default ./out)")

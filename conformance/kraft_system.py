@@ -51,13 +51,16 @@ class Interned:
         self.values: list = []
         self.ids: dict = {}
         self.fps: list[int] = []
+        self.by_fp: dict[int, int] = {}
 
     def id(self, value: object) -> int:
         found = self.ids.get(value)
         if found is None:
             found = self.ids[value] = len(self.values)
             self.values.append(value)
-            self.fps.append(stable_fingerprint(value))
+            fp = stable_fingerprint(value)
+            self.fps.append(fp)
+            self.by_fp[fp] = found
         return found
 
 
@@ -189,6 +192,21 @@ class KraftSystem:
             nodes=tuple(self.nodes.values[n] for n in state[: self.size]),
             network=bag,
             history=self.histories.values[state[self.size]],
+        )
+
+    def export(self, state: tuple[int, ...]) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+        """The state in fingerprints of its parts: meaningful in every process."""
+        size = self.size
+        node_fps, message_fps = self.nodes.fps, self.messages.fps
+        return (tuple(node_fps[n] for n in state[:size]), self.histories.fps[state[size]], tuple(message_fps[m] for m in state[size + 1 :]))
+
+    def restore(self, exported: tuple[tuple[int, ...], int, tuple[int, ...]]) -> tuple[int, ...]:
+        """A state from its parts' fingerprints; every part must already be interned here."""
+        node_fps, history_fp, message_fps = exported
+        return (
+            tuple(self.nodes.by_fp[fp] for fp in node_fps)
+            + (self.histories.by_fp[history_fp],)
+            + tuple(sorted((self.messages.by_fp[fp] for fp in message_fps), key=self._message_order))
         )
 
     def action(self, key: tuple) -> Action:

@@ -40,6 +40,9 @@ FAULTY_PROFILES: dict[str, Options] = {
     "faulty-forget-vote": Options(forget_vote_on_restart=True),
     "faulty-truncate-to-hw": Options(truncate_to_hw=True),
     "faulty-no-leader-change": Options(skip_leader_change=True),
+    # The LeaderChange record is what keeps a new leader's first commit inside its own epoch
+    # when whole logs are replicated at once; without it the weakened HW rule breaks safety.
+    "faulty-no-leader-change-hw-any-epoch": Options(skip_leader_change=True, hw_any_epoch=True),
 }
 
 

@@ -112,6 +112,7 @@ EXPECTED_PROFILES = {
     "faulty-forget-vote": {"forget_vote_on_restart": True},
     "faulty-truncate-to-hw": {"truncate_to_hw": True},
     "faulty-no-leader-change": {"skip_leader_change": True},
+    "faulty-no-leader-change-hw-any-epoch": {"skip_leader_change": True, "hw_any_epoch": True},
 }
 
 

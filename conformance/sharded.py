@@ -1,0 +1,240 @@
+"""The sharded engine: the same level-synchronous search on several worker processes.
+
+Each worker owns the states whose fingerprint is its index modulo the worker count. It expands
+its own frontier; successors it does not own travel to their owner as the fingerprints of
+their parts (node states, history, messages), with the parts themselves sent only the first
+time that worker needs them. The coordinator routes those batches, merges the findings with
+the same rule as conformance.engine, and rebuilds counterexamples from the owners' parent
+links, so the counts and counterexamples equal the single-process engine's.
+"""
+
+import multiprocessing
+import time
+import traceback
+from collections.abc import Callable
+
+import msgspec
+
+from conformance.engine import Counterexample, Findings, Progress, Result, Violation, shortest_path
+from conformance.kraft_system import KraftSystem
+from model.cluster import History
+from model.network import Envelope
+from model.state import NodeState
+
+
+class Batch(msgspec.Struct, array_like=True):
+    """States one worker hands another, and the parts the receiver has not been sent yet."""
+
+    nodes: list[tuple[int, NodeState]]
+    histories: list[tuple[int, History]]
+    messages: list[tuple[int, Envelope]]
+    states: list[tuple[int, int, tuple[tuple[int, ...], int, tuple[int, ...]]]]  # fp, parent fp, parts
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process died or raised; the message carries its traceback."""
+
+
+class Worker:
+    """One shard: its states' parent links, its frontier, and what it has sent to each peer."""
+
+    def __init__(self, index: int, count: int, system: KraftSystem) -> None:
+        self.index, self.count, self.system = index, count, system
+        self.parents: dict[int, int] = {}
+        self.frontier: list[tuple[int, tuple]] = []
+        self.sent_parts = [(set(), set(), set()) for _ in range(count)]
+        self.sent_states = [set() for _ in range(count)]
+        self.encoder = msgspec.msgpack.Encoder()
+        self.decoder = msgspec.msgpack.Decoder(Batch)
+
+    def start(self) -> tuple[int, list]:
+        findings = []
+        for state in self.system.initial_states():
+            fp = self.system.fingerprint(state)
+            if fp % self.count == self.index and fp not in self.parents:
+                self.parents[fp] = fp
+                self.frontier.append((fp, state))
+                findings.extend((0, fp, v) for v in self.system.violations(state))
+        return len(self.frontier), findings
+
+    def expand(self, depth: int) -> tuple[int, list, list[bytes | None]]:
+        """Expand the frontier: keep owned successors, batch the others per owner."""
+        system, index, count = self.system, self.index, self.count
+        generated = 0
+        level: list[tuple[int, tuple]] = []
+        findings: list = []
+        outgoing: list[list] = [[] for _ in range(count)]
+        for parent_fp, state in self.frontier:
+            for _action, successor in system.successors(state):
+                generated += 1
+                fp = system.fingerprint(successor)
+                owner = fp % count
+                if owner == index:
+                    if fp not in self.parents:
+                        self.parents[fp] = parent_fp
+                        level.append((fp, successor))
+                        findings.extend((depth, fp, v) for v in system.violations(successor))
+                elif fp not in self.sent_states[owner]:
+                    self.sent_states[owner].add(fp)
+                    outgoing[owner].append((fp, parent_fp, successor))
+        self.frontier = level
+        return generated, findings, [self.batch(owner, states) if states else None for owner, states in enumerate(outgoing)]
+
+    def batch(self, owner: int, states: list) -> bytes:
+        system = self.system
+        sent_nodes, sent_histories, sent_messages = self.sent_parts[owner]
+        nodes, histories, messages, exported = [], [], [], []
+        size = system.size
+        for fp, parent_fp, state in states:
+            for n in state[:size]:
+                part = system.nodes.fps[n]
+                if part not in sent_nodes:
+                    sent_nodes.add(part)
+                    nodes.append((part, system.nodes.values[n]))
+            h = system.histories.fps[state[size]]
+            if h not in sent_histories:
+                sent_histories.add(h)
+                histories.append((h, system.histories.values[state[size]]))
+            for m in state[size + 1 :]:
+                part = system.messages.fps[m]
+                if part not in sent_messages:
+                    sent_messages.add(part)
+                    messages.append((part, system.messages.values[m]))
+            exported.append((fp, parent_fp, system.export(state)))
+        return self.encoder.encode(Batch(nodes, histories, messages, exported))
+
+    def ingest(self, depth: int, batches: list[bytes]) -> tuple[int, list]:
+        """Take in states found by other workers; the new ones join the next frontier."""
+        system = self.system
+        findings: list = []
+        for raw in batches:
+            batch = self.decoder.decode(raw)
+            for _fp, node in batch.nodes:
+                system.nodes.id(node)
+            for _fp, history in batch.histories:
+                system.histories.id(history)
+            for _fp, envelope in batch.messages:
+                system.messages.id(envelope)
+            for fp, parent_fp, parts in batch.states:
+                if fp not in self.parents:
+                    self.parents[fp] = parent_fp
+                    state = system.restore(parts)
+                    self.frontier.append((fp, state))
+                    findings.extend((depth, fp, v) for v in system.violations(state))
+        return len(self.frontier), findings
+
+
+def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], connection) -> None:
+    """A worker's loop: answer the coordinator's commands until told to stop."""
+    try:
+        worker = Worker(index, count, make_system())
+        while True:
+            command, argument = connection.recv()
+            if command == "start":
+                connection.send(worker.start())
+            elif command == "expand":
+                connection.send(worker.expand(argument))
+            elif command == "ingest":
+                connection.send(worker.ingest(*argument))
+            elif command == "parent":
+                connection.send(worker.parents[argument])
+            elif command == "stop":
+                return
+    except BaseException:
+        connection.send(("error", traceback.format_exc()))
+
+
+class Coordinator:
+    def __init__(self, make_system: Callable[[], KraftSystem], workers: int) -> None:
+        context = multiprocessing.get_context("fork")
+        self.count = workers
+        self.connections = []
+        self.processes = []
+        for index in range(workers):
+            mine, theirs = context.Pipe()
+            process = context.Process(target=worker_main, args=(index, workers, make_system, theirs), daemon=True)
+            process.start()
+            self.connections.append(mine)
+            self.processes.append(process)
+
+    def ask(self, index: int, command: str, argument: object = None):
+        self.connections[index].send((command, argument))
+        return self.receive(index)
+
+    def receive(self, index: int):
+        try:
+            reply = self.connections[index].recv()
+        except EOFError:
+            raise WorkerFailed(f"worker {index} exited unexpectedly (exit code {self.processes[index].exitcode})") from None
+        if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "error":
+            raise WorkerFailed(f"worker {index} failed:\n{reply[1]}")
+        return reply
+
+    def broadcast(self, command: str, arguments: list) -> list:
+        for connection, argument in zip(self.connections, arguments):
+            connection.send((command, argument))
+        return [self.receive(index) for index in range(self.count)]
+
+    def stop(self) -> None:
+        for connection in self.connections:
+            try:
+                connection.send(("stop", None))
+            except (BrokenPipeError, OSError):
+                pass
+        for process in self.processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+
+
+def explore_sharded(
+    make_system: Callable[[], KraftSystem],
+    workers: int,
+    *,
+    keep_going: bool = False,
+    max_states: int | None = None,
+    progress: Callable[[Progress], None] | None = None,
+) -> Result:
+    """conformance.engine.explore's search, spread over `workers` processes."""
+    start = time.perf_counter()
+    coordinator = Coordinator(make_system, workers)
+    try:
+        findings = Findings()
+        started = coordinator.broadcast("start", [None] * workers)
+        distinct = sum(size for size, _ in started)
+        for _size, found in started:
+            for depth, fp, v in found:
+                findings.note(depth, fp, (Violation(*v),))
+        generated, depth, frontier = distinct, 0, distinct
+        while frontier and not (findings and not keep_going):
+            if max_states is not None and distinct >= max_states:
+                break
+            expanded = coordinator.broadcast("expand", [depth + 1] * workers)
+            inbound: list[list[bytes]] = [[] for _ in range(workers)]
+            for produced, found, batches in expanded:
+                generated += produced
+                for owner, batch in enumerate(batches):
+                    if batch is not None:
+                        inbound[owner].append(batch)
+                for d, fp, v in found:
+                    findings.note(d, fp, (Violation(*v),))
+            ingested = coordinator.broadcast("ingest", [(depth + 1, batches) for batches in inbound])
+            frontier = sum(size for size, _ in ingested)
+            for _size, found in ingested:
+                for d, fp, v in found:
+                    findings.note(d, fp, (Violation(*v),))
+            distinct += frontier
+            if frontier:
+                depth += 1
+            if progress:
+                progress(Progress(distinct, generated, depth, frontier, time.perf_counter() - start))
+        seconds = time.perf_counter() - start
+        local = make_system()
+        order = {rule: i for i, rule in enumerate(local.property_ids())}
+        counterexamples = [
+            Counterexample(v, shortest_path(local, lambda fp: coordinator.ask(fp % workers, "parent", fp), fp))
+            for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
+        ]
+        return Result(distinct, generated, depth, seconds, not frontier, counterexamples)
+    finally:
+        coordinator.stop()

@@ -1,0 +1,56 @@
+"""Pinned state counts of the named configurations, for one worker and for two.
+
+A change in any count means the model or the explorer's state space changed: look before
+updating the numbers.
+"""
+
+import functools
+
+import pytest
+
+from conformance.check import system_for
+from conformance.check_config import resolve
+from conformance.engine import explore
+from conformance.sharded import explore_sharded
+
+PINNED = {
+    # name: (distinct, generated, depth)
+    "smoke": (873, 1_792, 21),
+    "faults": (1_537_931, 11_108_947, 31),
+    "tlc-kraft": (7_870_118, 40_710_536, 40),
+}
+
+
+def run(name: str, workers: int):
+    config = resolve(name, {})
+    if workers == 1:
+        return explore(system_for(config))
+    return explore_sharded(functools.partial(system_for, config), workers)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_smoke_counts(workers):
+    result = run("smoke", workers)
+    assert result.complete and not result.counterexamples
+    assert (result.distinct, result.generated, result.depth) == PINNED["smoke"]
+
+
+def test_faults_counts():
+    result = run("faults", 1)
+    assert result.complete and not result.counterexamples
+    assert (result.distinct, result.generated, result.depth) == PINNED["faults"]
+
+
+def test_tlc_kraft_is_exhausted_with_all_properties_holding():
+    """The public KRaft TLA+ specification's bounds, exhausted (two workers, as in CI)."""
+    result = run("tlc-kraft", 2)
+    assert result.complete and not result.counterexamples
+    assert (result.distinct, result.generated, result.depth) == PINNED["tlc-kraft"]
+
+
+def test_symmetry_switch_changes_only_the_count():
+    reduced = explore(system_for(resolve("smoke", {})))
+    full = explore(system_for(resolve("smoke", {"symmetry": False})))
+    assert full.complete and not full.counterexamples
+    assert full.depth == reduced.depth
+    assert reduced.distinct < full.distinct <= 2 * reduced.distinct  # two voters: orbits of size 1 or 2

@@ -1,0 +1,67 @@
+"""The checker finds each deliberately broken variant of the model, with its shortest counterexample.
+
+Each variant is a profile that breaks one rule (model/config.py FAULTY_PROFILES). The bounds
+are the smallest named configuration where the bug can show; the property and the length of
+the shortest counterexample are pinned.
+"""
+
+import json
+
+import pytest
+
+from conformance import cli
+from conformance.check import system_for
+from conformance.check_config import resolve
+from conformance.engine import explore
+
+VARIANTS = {
+    # profile: (configuration, overrides, violated property, counterexample length in steps)
+    "faulty-vote-no-log-check": ("tlc-kraft", {}, "SAFE-6", 11),  # (b) vote granted without the log check
+    "faulty-forget-vote": ("faults", {}, "SAFE-2", 5),  # (c) VotedId lost on restart
+    "faulty-truncate-to-hw": ("faults", {}, "SAFE-9", 9),  # (d) follower truncates to its high watermark
+}
+
+
+@pytest.mark.parametrize("profile", VARIANTS)
+def test_checker_finds_the_variant_with_a_shortest_counterexample(profile):
+    name, overrides, prop, length = VARIANTS[profile]
+    result = explore(system_for(resolve(name, overrides | {"profile": profile})))
+    assert [c.violation.rule for c in result.counterexamples] == [prop]
+    path = result.counterexamples[0].path
+    assert len(path) - 1 == length
+    assert result.depth == length  # the search stopped at the level of the first violation
+
+
+@pytest.mark.parametrize("name", sorted({name for name, *_ in VARIANTS.values()} - {"tlc-kraft"}))
+def test_the_correct_model_holds_under_the_same_bounds(name):
+    """(tlc-kraft's correct model is exhausted in tests/test_check_configs.py.)"""
+    result = explore(system_for(resolve(name, {})))
+    assert result.complete and not result.counterexamples
+
+
+def test_check_prints_and_saves_the_counterexample(tmp_path, capsys):
+    code = cli.main(["check", "--config", "faults", "--profile", "faulty-forget-vote", "--workers", "1", "--out", str(tmp_path)])
+    assert code == 1
+    printed = capsys.readouterr().out
+    assert "SAFE-2 violated after 5 steps" in printed
+    assert "step" in printed and "what changed" in printed
+    saved = tmp_path / "counterexample-faults-SAFE-2.jsonl"
+    lines = [json.loads(line) for line in saved.read_text().splitlines()]
+    header, steps = lines[0], lines[1:]
+    assert header["kind"] == "kraftcheck-counterexample" and header["property"] == "SAFE-2"
+    assert [s["step"] for s in steps] == [1, 2, 3, 4, 5]
+    assert any("crash" in s["action"] for s in steps) and any("restart" in s["action"] for s in steps)
+
+
+def test_check_json_summary_has_the_promised_keys(capsys):
+    assert cli.main(["check", "--config", "smoke", "--json", "--workers", "1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"config", "distinct_states", "generated_states", "depth", "wall_s", "workers", "violations"} <= data.keys()
+    assert data["distinct_states"] == 873 and data["violations"] == [] and data["complete"] is True
+
+
+def test_check_rejects_bad_input(capsys):
+    assert cli.main(["check", "--config", "nosuch"]) == 2
+    assert "unknown configuration 'nosuch'" in capsys.readouterr().err
+    assert cli.main(["check", "--voters", "0"]) == 2
+    assert "voters must be at least 1" in capsys.readouterr().err
