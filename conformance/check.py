@@ -128,7 +128,9 @@ def run_check(name: str, config: CheckConfig, *, keep_going: bool, as_json: bool
 
     report = progress if live else None
     if workers > 1:
-        result = explore_sharded(functools.partial(system_for, config), workers, keep_going=keep_going, max_states=max_states, progress=report)
+        result = explore_sharded(
+            functools.partial(system_for, config), workers, keep_going=keep_going, max_states=max_states, progress=report, local=system
+        )
     else:
         result = explore(system, keep_going=keep_going, max_states=max_states, progress=report)
     if live:

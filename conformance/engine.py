@@ -5,7 +5,8 @@ invariants), so the in-process engine and the sharded one explore the same syste
 the same counts. The search is level-synchronous: when a property fails it finishes that level
 and stops, and for each violated property it keeps the violating state with the smallest
 fingerprint at that depth, so every engine and every worker count reports the same numbers and
-the same shortest counterexamples.
+the same shortest counterexamples. A state found several times in one level keeps the parent
+with the smallest fingerprint, so counterexample paths do not depend on scan order either.
 """
 
 import time
@@ -100,19 +101,26 @@ def explore(
         if max_states is not None and len(parents) >= max_states:
             break
         level: list[tuple[int, object]] = []
+        level_parents: dict[int, int] = {}
         for parent_fp, state in frontier:
             for _action, successor in system.successors(state):
                 generated += 1
                 fp = system.fingerprint(successor)
-                if fp not in parents:
-                    parents[fp] = parent_fp
+                if fp in parents:
+                    continue
+                held = level_parents.get(fp)
+                if held is None:
+                    level_parents[fp] = parent_fp
                     level.append((fp, successor))
                     found = system.violations(successor)
                     if found:
                         findings.note(depth + 1, fp, found)
+                elif parent_fp < held:
+                    level_parents[fp] = parent_fp
             if progress and time.perf_counter() >= next_report:
-                progress(Progress(len(parents), generated, depth + 1, len(level), time.perf_counter() - start))
+                progress(Progress(len(parents) + len(level_parents), generated, depth + 1, len(level), time.perf_counter() - start))
                 next_report = time.perf_counter() + progress_every
+        parents.update(level_parents)
         if level:
             depth += 1
         frontier = level

@@ -158,13 +158,20 @@ class KraftSystem:
                     yield ("node", action), successor
 
     def fingerprint(self, state: tuple[int, ...]) -> int:
+        return self.fingerprint_and_shard(state)[0]
+
+    def fingerprint_and_shard(self, state: tuple[int, ...]) -> tuple[int, int]:
+        """The state's fingerprint, and its history's: a shard key most successors share.
+
+        Both are taken from the canonical renaming, so states equal up to symmetry get the
+        same pair wherever they are found.
+        """
         size = self.size
         if not self.symmetry:
             node_fps = self.nodes.fps
             message_fps = self.messages.fps
-            return hash(
-                (tuple(node_fps[n] for n in state[:size]), self.histories.fps[state[size]], tuple(message_fps[m] for m in state[size + 1 :]))
-            )
+            history_fp = self.histories.fps[state[size]]
+            return hash((tuple(node_fps[n] for n in state[:size]), history_fp, tuple(message_fps[m] for m in state[size + 1 :]))), history_fp
         return self._canonical_fingerprint(state)
 
     def violations(self, state: tuple[int, ...]) -> tuple[Violation, ...]:
@@ -202,12 +209,9 @@ class KraftSystem:
 
     def restore(self, exported: tuple[tuple[int, ...], int, tuple[int, ...]]) -> tuple[int, ...]:
         """A state from its parts' fingerprints; every part must already be interned here."""
-        node_fps, history_fp, message_fps = exported
-        return (
-            tuple(self.nodes.by_fp[fp] for fp in node_fps)
-            + (self.histories.by_fp[history_fp],)
-            + tuple(sorted((self.messages.by_fp[fp] for fp in message_fps), key=self._message_order))
-        )
+        node_fps, history_fp, message_fps = exported  # messages already in fingerprint order
+        messages = self.messages.by_fp
+        return tuple(self.nodes.by_fp[fp] for fp in node_fps) + (self.histories.by_fp[history_fp],) + tuple(messages[fp] for fp in message_fps)
 
     def action(self, key: tuple) -> Action:
         """The model.cluster action an explorer action key stands for."""
@@ -359,11 +363,12 @@ class KraftSystem:
             found = cache[value_id] = stable_fingerprint(renamed)
         return found
 
-    def _canonical_fingerprint(self, state: tuple[int, ...]) -> int:
+    def _canonical_fingerprint(self, state: tuple[int, ...]) -> tuple[int, int]:
         size = self.size
         history_id = state[size]
         bag = state[size + 1 :]
         best = None
+        best_history = 0
         for index, node_fps in self._renamings(state[:size]):
             caches = self._renaming[index][2]
             histories = caches["history"]
@@ -378,5 +383,5 @@ class KraftSystem:
             message_fps.sort()
             fp = hash((node_fps, history_fp, tuple(message_fps)))
             if best is None or fp < best:
-                best = fp
-        return best
+                best, best_history = fp, history_fp
+        return best, best_history

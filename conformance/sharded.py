@@ -1,6 +1,8 @@
 """The sharded engine: the same level-synchronous search on several worker processes.
 
-Each worker owns the states whose fingerprint is its index modulo the worker count. It expands
+Each worker owns the states whose history fingerprint (canonical, like the state's) is its
+index modulo the worker count: a step rarely changes the history, so most successors stay with
+the worker that found them, and equal states still always meet at one owner. It expands
 its own frontier; successors it does not own travel to their owner as the fingerprints of
 their parts (node states, history, messages), with the parts themselves sent only the first
 time that worker needs them. The coordinator routes those batches, merges the findings with
@@ -41,6 +43,7 @@ class Worker:
     def __init__(self, index: int, count: int, system: KraftSystem) -> None:
         self.index, self.count, self.system = index, count, system
         self.parents: dict[int, int] = {}
+        self.level_parents: dict[int, int] = {}  # states found in the level being built
         self.frontier: list[tuple[int, tuple]] = []
         self.sent_parts = [(set(), set(), set()) for _ in range(count)]
         self.sent_states = [set() for _ in range(count)]
@@ -50,8 +53,8 @@ class Worker:
     def start(self) -> tuple[int, list]:
         findings = []
         for state in self.system.initial_states():
-            fp = self.system.fingerprint(state)
-            if fp % self.count == self.index and fp not in self.parents:
+            fp, shard = self.system.fingerprint_and_shard(state)
+            if shard % self.count == self.index and fp not in self.parents:
                 self.parents[fp] = fp
                 self.frontier.append((fp, state))
                 findings.extend((0, fp, v) for v in self.system.violations(state))
@@ -63,22 +66,38 @@ class Worker:
         generated = 0
         level: list[tuple[int, tuple]] = []
         findings: list = []
-        outgoing: list[list] = [[] for _ in range(count)]
+        outgoing: list[dict[int, tuple[int, tuple]]] = [{} for _ in range(count)]
         for parent_fp, state in self.frontier:
             for _action, successor in system.successors(state):
                 generated += 1
-                fp = system.fingerprint(successor)
-                owner = fp % count
+                fp, shard = system.fingerprint_and_shard(successor)
+                owner = shard % count
                 if owner == index:
-                    if fp not in self.parents:
-                        self.parents[fp] = parent_fp
+                    if self.adopt(fp, parent_fp):
                         level.append((fp, successor))
                         findings.extend((depth, fp, v) for v in system.violations(successor))
                 elif fp not in self.sent_states[owner]:
-                    self.sent_states[owner].add(fp)
-                    outgoing[owner].append((fp, parent_fp, successor))
+                    held = outgoing[owner].get(fp)
+                    if held is None or parent_fp < held[0]:
+                        outgoing[owner][fp] = (parent_fp, successor)
         self.frontier = level
-        return generated, findings, [self.batch(owner, states) if states else None for owner, states in enumerate(outgoing)]
+        batches = []
+        for owner, states in enumerate(outgoing):
+            self.sent_states[owner].update(states)
+            batches.append(self.batch(owner, [(fp, p, s) for fp, (p, s) in states.items()]) if states else None)
+        return generated, findings, batches
+
+    def adopt(self, fp: int, parent_fp: int) -> bool:
+        """Note a state found in this level; True the first time. The smallest parent wins."""
+        if fp in self.parents:
+            return False
+        held = self.level_parents.get(fp)
+        if held is None:
+            self.level_parents[fp] = parent_fp
+            return True
+        if parent_fp < held:
+            self.level_parents[fp] = parent_fp
+        return False
 
     def batch(self, owner: int, states: list) -> bytes:
         system = self.system
@@ -116,11 +135,12 @@ class Worker:
             for _fp, envelope in batch.messages:
                 system.messages.id(envelope)
             for fp, parent_fp, parts in batch.states:
-                if fp not in self.parents:
-                    self.parents[fp] = parent_fp
+                if self.adopt(fp, parent_fp):
                     state = system.restore(parts)
                     self.frontier.append((fp, state))
                     findings.extend((depth, fp, v) for v in system.violations(state))
+        self.parents.update(self.level_parents)
+        self.level_parents = {}
         return len(self.frontier), findings
 
 
@@ -137,7 +157,7 @@ def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], 
             elif command == "ingest":
                 connection.send(worker.ingest(*argument))
             elif command == "parent":
-                connection.send(worker.parents[argument])
+                connection.send(worker.parents.get(argument))
             elif command == "stop":
                 return
     except BaseException:
@@ -194,8 +214,13 @@ def explore_sharded(
     keep_going: bool = False,
     max_states: int | None = None,
     progress: Callable[[Progress], None] | None = None,
+    local: KraftSystem | None = None,
 ) -> Result:
-    """conformance.engine.explore's search, spread over `workers` processes."""
+    """conformance.engine.explore's search, spread over `workers` processes.
+
+    Counterexample paths are rebuilt in `local` (a fresh system if None): pass the system the
+    caller will decode them with.
+    """
     start = time.perf_counter()
     coordinator = Coordinator(make_system, workers)
     try:
@@ -229,10 +254,19 @@ def explore_sharded(
             if progress:
                 progress(Progress(distinct, generated, depth, frontier, time.perf_counter() - start))
         seconds = time.perf_counter() - start
-        local = make_system()
+        local = local or make_system()
         order = {rule: i for i, rule in enumerate(local.property_ids())}
+
+        def parent_of(fp: int) -> int:
+            """The owner of a state is the one worker that knows its parent."""
+            for index in range(workers):
+                parent = coordinator.ask(index, "parent", fp)
+                if parent is not None:
+                    return parent
+            raise WorkerFailed(f"no worker knows state {fp}")
+
         counterexamples = [
-            Counterexample(v, shortest_path(local, lambda fp: coordinator.ask(fp % workers, "parent", fp), fp))
+            Counterexample(v, shortest_path(local, parent_of, fp))
             for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
         ]
         return Result(distinct, generated, depth, seconds, not frontier, counterexamples)

@@ -65,3 +65,16 @@ def test_check_rejects_bad_input(capsys):
     assert "unknown configuration 'nosuch'" in capsys.readouterr().err
     assert cli.main(["check", "--voters", "0"]) == 2
     assert "voters must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("profile", ["faulty-truncate-to-hw", "faulty-vote-no-log-check"])
+def test_counterexample_files_are_identical_for_any_worker_count(tmp_path, capsys, profile):
+    name = VARIANTS[profile][0]
+    written = []
+    for workers in (1, 2, 3):
+        out = tmp_path / str(workers)
+        assert cli.main(["check", "--config", name, "--profile", profile, "--workers", str(workers), "--out", str(out), "--json"]) == 1
+        capsys.readouterr()
+        (saved,) = out.iterdir()
+        written.append(saved.read_bytes())
+    assert written[0] == written[1] == written[2]
