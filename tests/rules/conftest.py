@@ -6,7 +6,7 @@ import pytest
 from model import node
 from model.config import NodeConfig, Options, Timing
 from model.events import Request, Response, Send, Timer, TimerKind
-from model.messages import LeaderChangeMessage, Record
+from model.messages import FetchRequest, LeaderChangeMessage, Record
 from model.state import NodeState, Role
 from model.transitions import Transition
 
@@ -36,6 +36,17 @@ def log(*epochs: int, values=None) -> tuple[Record, ...]:
 
 def leader_change(leader: int, *voted: int) -> LeaderChangeMessage:
     return LeaderChangeMessage(LeaderId=leader, VotedIds=tuple(voted))
+
+
+def fetch(epoch: int, records, replica: int = 1, cluster_id: str | None = CLUSTER_ID) -> FetchRequest:
+    """The Fetch a replica with `records` sends in `epoch` (FETCH-SEND-1)."""
+    return FetchRequest(
+        ClusterId=cluster_id,
+        ReplicaId=replica,
+        CurrentLeaderEpoch=epoch,
+        FetchOffset=len(records),
+        LastFetchedEpoch=records[-1].Epoch if records else 0,
+    )
 
 
 def state(role: Role = Role.UNATTACHED, **fields) -> NodeState:

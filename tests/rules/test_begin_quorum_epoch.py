@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import CLUSTER_ID, config, leader_state, log, request, response, state, timer
+from conftest import CLUSTER_ID, config, fetch, leader_state, log, request, response, state, timer
 from model import node
 from model.events import AppendResult, ClientAppend, Send, Shutdown, TimerKind
 from model.messages import BeginQuorumEpochRequest, BeginQuorumEpochResponse, FetchRequest, VoteRequest
@@ -18,16 +18,6 @@ def begin(epoch: int, leader: int, cluster_id: str | None = CLUSTER_ID) -> Begin
 
 def answer(epoch: int, leader: int, error: int = errors.NONE, top_error: int = errors.NONE) -> BeginQuorumEpochResponse:
     return BeginQuorumEpochResponse(ErrorCode=top_error, PartitionErrorCode=error, LeaderId=leader, LeaderEpoch=epoch)
-
-
-def fetch(epoch: int, records, replica: int = 1) -> FetchRequest:
-    return FetchRequest(
-        ClusterId=CLUSTER_ID,
-        ReplicaId=replica,
-        CurrentLeaderEpoch=epoch,
-        FetchOffset=len(records),
-        LastFetchedEpoch=records[-1].Epoch if records else 0,
-    )
 
 
 # VOTER-ONLY-1

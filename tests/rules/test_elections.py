@@ -5,7 +5,7 @@ from collections import Counter
 import msgspec
 import pytest
 
-from conftest import CLUSTER_ID, config, leader_state, log, request, state, timer
+from conftest import CLUSTER_ID, config, fetch, leader_state, log, request, state, timer
 from model.config import Timing
 from model import node
 from model.events import Committed, Response, Send, SetTimer, TimerKind
@@ -30,16 +30,6 @@ def ask(epoch: int, candidate: int = 1, last_epoch: int = 0, last_offset: int = 
 
 def election_timer() -> SetTimer:
     return SetTimer(kind=TimerKind.ELECTION_TIMEOUT, delay_ms=TIMING.election_timeout_ms, jitter_ms=TIMING.election_backoff_max_ms)
-
-
-def fetch(epoch: int, records, replica: int = 1) -> FetchRequest:
-    return FetchRequest(
-        ClusterId=CLUSTER_ID,
-        ReplicaId=replica,
-        CurrentLeaderEpoch=epoch,
-        FetchOffset=len(records),
-        LastFetchedEpoch=records[-1].Epoch if records else 0,
-    )
 
 
 def candidacy(epoch: int, records, voters, me: int = 1) -> Counter:

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import CLUSTER_ID, config, leader_state, log, request, response, state, timer
+from conftest import CLUSTER_ID, config, fetch, leader_state, log, request, response, state, timer
 from model import node
 from model.events import AppendResult, ClientAppend, Resign, Send, SetTimer, TimerKind
 from model.messages import (
@@ -28,16 +28,6 @@ def end(epoch: int, leader: int, successors, cluster_id: str | None = CLUSTER_ID
 
 def answer(epoch: int, leader: int, error: int = errors.NONE, top_error: int = errors.NONE) -> EndQuorumEpochResponse:
     return EndQuorumEpochResponse(ErrorCode=top_error, PartitionErrorCode=error, LeaderId=leader, LeaderEpoch=epoch)
-
-
-def fetch(epoch: int, records, replica: int = 1) -> FetchRequest:
-    return FetchRequest(
-        ClusterId=CLUSTER_ID,
-        ReplicaId=replica,
-        CurrentLeaderEpoch=epoch,
-        FetchOffset=len(records),
-        LastFetchedEpoch=records[-1].Epoch if records else 0,
-    )
 
 
 def election_timer() -> SetTimer:

@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from conftest import CLUSTER_ID, config, leader_state, log, request, state, timer
+from conftest import CLUSTER_ID, config, fetch, leader_state, log, request, state, timer
 from model import node, properties
 from model.cluster import Bounds, Cluster, CrashNode, Deliver, Fire, RestartNode
 from model.config import ClusterConfig
@@ -16,16 +16,6 @@ from spec import errors
 def crash_and_restart(cfg, s):
     down = node.step(cfg, s, Crash())
     return down, node.step(cfg, down.state, Restart())
-
-
-def fetch(epoch: int, records, replica: int = 1, cluster_id: str | None = CLUSTER_ID) -> FetchRequest:
-    return FetchRequest(
-        ClusterId=cluster_id,
-        ReplicaId=replica,
-        CurrentLeaderEpoch=epoch,
-        FetchOffset=len(records),
-        LastFetchedEpoch=records[-1].Epoch if records else 0,
-    )
 
 
 def ask(epoch: int, candidate: int, last_epoch: int = 0, last_offset: int = -1) -> VoteRequest:
