@@ -24,7 +24,6 @@ from model.cluster import (
     CrashNode,
     Deliver,
     Drop,
-    History,
     counted,
     event_of,
     node_actions,

@@ -42,10 +42,6 @@ def remove(bag: Bag, envelope: Envelope) -> Bag:
     return bag[:at] + bag[at + 1 :]
 
 
-def size(bag: Bag) -> int:
-    return len(bag)
-
-
 def envelopes(bag: Bag) -> list[Envelope]:
     """The distinct messages in flight, in key order."""
     distinct: list[Envelope] = []

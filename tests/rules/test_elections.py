@@ -11,7 +11,6 @@ from model import node
 from model.events import Committed, Response, Send, SetTimer, TimerKind
 from model.messages import (
     BeginQuorumEpochRequest,
-    FetchRequest,
     LeaderChangeMessage,
     Record,
     VoteRequest,

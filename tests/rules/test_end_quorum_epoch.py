@@ -11,7 +11,6 @@ from model.messages import (
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     EpochEndOffset,
-    FetchRequest,
     FetchResponse,
     LeaderIdAndEpoch,
     VoteRequest,
