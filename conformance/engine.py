@@ -59,6 +59,36 @@ class Result(msgspec.Struct):
     counterexamples: list  # one per violated property, in property order
 
 
+class ParentLinks:
+    """Each state's parent: settled for earlier levels; in the level being built the smallest wins."""
+
+    def __init__(self) -> None:
+        self.settled: dict[int, int] = {}
+        self.level: dict[int, int] = {}
+
+    def adopt(self, fp: int, parent_fp: int) -> bool:
+        """Note a state found in the level being built; True the first time it is seen at all."""
+        if fp in self.settled:
+            return False
+        held = self.level.get(fp)
+        if held is None:
+            self.level[fp] = parent_fp
+            return True
+        if parent_fp < held:
+            self.level[fp] = parent_fp
+        return False
+
+    def settle(self) -> None:
+        self.settled.update(self.level)
+        self.level = {}
+
+    def get(self, fp: int) -> int | None:
+        return self.settled.get(fp, self.level.get(fp))
+
+    def __len__(self) -> int:
+        return len(self.settled) + len(self.level)
+
+
 class Findings:
     """Per property, the violating (depth, fingerprint) that wins: the shallowest, then the smallest."""
 
@@ -85,15 +115,15 @@ def explore(
 ) -> Result:
     """Breadth-first search; stops after the first level with a violation unless keep_going."""
     start = time.perf_counter()
-    parents: dict[int, int] = {}
+    parents = ParentLinks()
     findings = Findings()
     frontier: list[tuple[int, object]] = []
     for state in system.initial_states():
         fp = system.fingerprint(state)
-        if fp not in parents:
-            parents[fp] = fp
+        if parents.adopt(fp, fp):
             frontier.append((fp, state))
             findings.note(0, fp, system.violations(state))
+    parents.settle()
     generated = len(frontier)
     depth = 0
     next_report = start + progress_every
@@ -101,33 +131,26 @@ def explore(
         if max_states is not None and len(parents) >= max_states:
             break
         level: list[tuple[int, object]] = []
-        level_parents: dict[int, int] = {}
         for parent_fp, state in frontier:
             for _action, successor in system.successors(state):
                 generated += 1
                 fp = system.fingerprint(successor)
-                if fp in parents:
-                    continue
-                held = level_parents.get(fp)
-                if held is None:
-                    level_parents[fp] = parent_fp
+                if parents.adopt(fp, parent_fp):
                     level.append((fp, successor))
                     found = system.violations(successor)
                     if found:
                         findings.note(depth + 1, fp, found)
-                elif parent_fp < held:
-                    level_parents[fp] = parent_fp
             if progress and time.perf_counter() >= next_report:
-                progress(Progress(len(parents) + len(level_parents), generated, depth + 1, len(level), time.perf_counter() - start))
+                progress(Progress(len(parents), generated, depth + 1, len(level), time.perf_counter() - start))
                 next_report = time.perf_counter() + progress_every
-        parents.update(level_parents)
+        parents.settle()
         if level:
             depth += 1
         frontier = level
     seconds = time.perf_counter() - start
     order = {rule: i for i, rule in enumerate(system.property_ids())}
     counterexamples = [
-        Counterexample(v, shortest_path(system, parents.__getitem__, fp))
+        Counterexample(v, shortest_path(system, parents.get, fp))
         for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
     ]
     return Result(len(parents), generated, depth, seconds, not frontier, counterexamples)

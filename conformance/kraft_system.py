@@ -238,10 +238,10 @@ class KraftSystem:
         if kind == "deliver":
             envelope = self.messages.values[what]
             position = self.cluster.index[envelope.destination]
-            charge = None
+            action = None
         else:
             position = self.cluster.index[what.node]
-            charge = type(what) if type(what) in (Append, CrashNode) else None
+            action = what
         before = node_ids[position]
         step_key = (position, before, key)
         stepped = self._steps.get(step_key)
@@ -255,12 +255,13 @@ class KraftSystem:
         after, sent, beyond = stepped
         if beyond or len(bag) + len(sent) > self.max_in_flight:
             return None
+        charge = type(action) if type(action) in (Append, CrashNode) else None
         record_key = (history_id, position, before, after, charge)
         next_history = self._records.get(record_key)
         if next_history is None:
             history = self.histories.values[history_id]
-            if charge is not None:
-                history = counted(history, Append(node=0, value=0) if charge is Append else CrashNode(node=0))
+            if action is not None:
+                history = counted(history, action)
             history = record(history, position, self.cluster.ids[position], self.nodes.values[before], self.nodes.values[after])
             if self.max_elections is not None and history.elections > self.max_elections:
                 next_history = self._records[record_key] = -1

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from conformance.engine import Counterexample, Findings, Progress, Result, Violation, shortest_path
+from conformance.engine import Counterexample, Findings, ParentLinks, Progress, Result, Violation, shortest_path
 from conformance.kraft_system import KraftSystem
 from model.cluster import History
 from model.network import Envelope
@@ -42,8 +42,7 @@ class Worker:
 
     def __init__(self, index: int, count: int, system: KraftSystem) -> None:
         self.index, self.count, self.system = index, count, system
-        self.parents: dict[int, int] = {}
-        self.level_parents: dict[int, int] = {}  # states found in the level being built
+        self.parents = ParentLinks()
         self.frontier: list[tuple[int, tuple]] = []
         self.sent_parts = [(set(), set(), set()) for _ in range(count)]
         self.sent_states = [set() for _ in range(count)]
@@ -54,10 +53,10 @@ class Worker:
         findings = []
         for state in self.system.initial_states():
             fp, shard = self.system.fingerprint_and_shard(state)
-            if shard % self.count == self.index and fp not in self.parents:
-                self.parents[fp] = fp
+            if shard % self.count == self.index and self.parents.adopt(fp, fp):
                 self.frontier.append((fp, state))
                 findings.extend((0, fp, v) for v in self.system.violations(state))
+        self.parents.settle()
         return len(self.frontier), findings
 
     def expand(self, depth: int) -> tuple[int, list, list[bytes | None]]:
@@ -73,7 +72,7 @@ class Worker:
                 fp, shard = system.fingerprint_and_shard(successor)
                 owner = shard % count
                 if owner == index:
-                    if self.adopt(fp, parent_fp):
+                    if self.parents.adopt(fp, parent_fp):
                         level.append((fp, successor))
                         findings.extend((depth, fp, v) for v in system.violations(successor))
                 elif fp not in self.sent_states[owner]:
@@ -86,18 +85,6 @@ class Worker:
             self.sent_states[owner].update(states)
             batches.append(self.batch(owner, [(fp, p, s) for fp, (p, s) in states.items()]) if states else None)
         return generated, findings, batches
-
-    def adopt(self, fp: int, parent_fp: int) -> bool:
-        """Note a state found in this level; True the first time. The smallest parent wins."""
-        if fp in self.parents:
-            return False
-        held = self.level_parents.get(fp)
-        if held is None:
-            self.level_parents[fp] = parent_fp
-            return True
-        if parent_fp < held:
-            self.level_parents[fp] = parent_fp
-        return False
 
     def batch(self, owner: int, states: list) -> bytes:
         system = self.system
@@ -135,12 +122,11 @@ class Worker:
             for _fp, envelope in batch.messages:
                 system.messages.id(envelope)
             for fp, parent_fp, parts in batch.states:
-                if self.adopt(fp, parent_fp):
+                if self.parents.adopt(fp, parent_fp):
                     state = system.restore(parts)
                     self.frontier.append((fp, state))
                     findings.extend((depth, fp, v) for v in system.violations(state))
-        self.parents.update(self.level_parents)
-        self.level_parents = {}
+        self.parents.settle()
         return len(self.frontier), findings
 
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import msgspec
 
+from model import network
 from model.cluster import ClusterState, History
 from model.messages import NODE_ID_FIELDS, LeaderChangeMessage
 from model.network import Envelope
@@ -92,8 +93,6 @@ def rename_history(history: History, names: Mapping[int, int], position: Mapping
 
 def rename_cluster(state: ClusterState, ids: tuple[int, ...], names: Mapping[int, int]) -> ClusterState:
     """The whole cluster state renamed (node slots move with their ids); for tests and traces."""
-    from model import network
-
     position = {i: ids.index(names.get(node_id, node_id)) for i, node_id in enumerate(ids)}
     nodes = [None] * len(ids)
     for old, node in enumerate(state.nodes):
