@@ -5,8 +5,13 @@ import json
 import os
 import sys
 
+import msgspec
 from tabulate import tabulate
 
+from adapters.registry import UnknownAdapter
+from conformance.trace import TraceError
+
+CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge")  # what the shipped corpus is generated from
 from model.config import FAULTY_PROFILES, PROFILES, ClusterConfig, ConfigError
 
 
@@ -101,6 +106,100 @@ def main_check(args) -> int:
     return run_check(name, config, keep_going=args.keep_going, as_json=args.json, out=Path(args.out), max_states=args.max_states, workers=workers)
 
 
+def main_traces_generate(args) -> int:
+    from pathlib import Path
+
+    from conformance.check_config import resolve
+    from conformance.corpus import GenerateOptions, generate, write_corpus
+
+    names = args.config or list(CORPUS_CONFIGS)
+    configs = [(name, resolve(name, {})) for name in names]
+    options = GenerateOptions(max_states=args.max_states, walks=args.walks, walk_steps=args.walk_steps, seed=args.seed)
+    corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr))
+    write_corpus(Path(args.out), corpus, manifest)
+    rows = [
+        ("configurations", ", ".join(names)),
+        ("traces", manifest.traces),
+        ("steps", f"{manifest.steps:,}"),
+        ("coverage cells", manifest.cells),
+        ("rules exercised", len(manifest.rules)),
+        ("content hash", manifest.content_hash),
+        ("written to", args.out),
+    ]
+    print(tabulate(rows, tablefmt="simple"))
+    return 0
+
+
+def main_traces_schema(args) -> int:
+    from conformance.trace import schema
+
+    print(json.dumps(schema(), indent=1))
+    return 0
+
+
+def main_traces_show(args) -> int:
+    from pathlib import Path
+
+    from conformance import trace as traces
+
+    shown = traces.read(Path(args.file))
+    header = shown.header
+    print(f"{header.name}: node {header.node} of voters {list(header.cluster.voters)} observers {list(header.cluster.observers)}, profile {header.cluster.profile}, {header.steps} steps")
+    if header.origin:
+        print(f"origin: {header.origin}")
+    rows = []
+    for step in shown.steps:
+        state = step.state
+        answer = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in step.errors.items()) or "-"
+        after = f"{state.role} e{state.epoch} leader {state.leader_id} log {state.log_end_offset} hw {state.high_watermark}" if state else "-"
+        rows.append((step.step, step.note, answer, len(step.expect.sends), after, " ".join(step.rules)))
+    print(tabulate(rows, headers=("step", "input", "errors", "sends", "state after", "rules"), tablefmt="simple", maxcolwidths=[None, 60, 40, None, 40, 30]))
+    return 0
+
+
+def main_certify(args) -> int:
+    from pathlib import Path
+
+    from adapters.registry import adapter_factory
+    from conformance import certify
+    from conformance.corpus import DEFAULT_CORPUS
+
+    make_adapter = adapter_factory(args.adapter, step_timeout=args.step_timeout)
+    out = Path(args.out) if args.out else Path("out") / ("certify-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in args.adapter)[:60])
+    live = sys.stderr.isatty() and not args.json
+    report = certify.certify(args.adapter, make_adapter, Path(args.corpus) if args.corpus else DEFAULT_CORPUS, out, progress=certify.print_progress if live else None)
+    if args.json:
+        print(json.dumps(certify.summary(report, out)))
+    else:
+        print(certify.terminal_summary(report, out))
+    return 0 if not report.failed else 1
+
+
+def main_mutants(args) -> int:
+    from pathlib import Path
+
+    from adapters.mutants import MUTANTS
+
+    if args.score:
+        from conformance.certify import mutation_scores
+        from conformance.corpus import DEFAULT_CORPUS
+
+        scores = mutation_scores(Path(args.corpus) if args.corpus else DEFAULT_CORPUS)
+        caught = sum(s.failed > 0 for s in scores)
+        if args.json:
+            print(json.dumps({"mutants": len(scores), "caught": caught, "scores": [msgspec.to_builtins(s) for s in scores]}))
+        else:
+            rows = [(s.name, "yes" if s.failed else "NO", s.failed, s.rule, s.first) for s in scores]
+            print(tabulate(rows, headers=("mutant", "caught", "traces failed", "rule it breaks", "first caught at"), tablefmt="simple"))
+            print(f"\nmutation score: {caught}/{len(scores)} ({100 * caught / len(scores):.0f}%)")
+        return 0 if caught == len(scores) else 1
+    if args.json:
+        print(json.dumps([{"name": m.name, "description": m.description} for m in MUTANTS.values()]))
+    else:
+        print(tabulate([(m.name, m.description) for m in MUTANTS.values()], headers=("mutant", "the seeded bug"), tablefmt="simple"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kraftcheck", description="Specification and conformance testing for KRaft (KIP-595) and KIP-101 truncation.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -134,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--resign", action=argparse.BooleanOptionalAction, default=None, help="allow leaders to resign")
     check.add_argument("--retries", action=argparse.BooleanOptionalAction, default=None, help="allow request timeouts to re-send")
     check.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="symmetry reduction over node ids (default on)")
-    check.add_argument("--workers", type=int, help="worker processes (default: one per core); counts are identical for any number")
+    check.add_argument("--workers", type=int, help="worker processes (default: one per core); counts are identical for any number; ISR configurations run in-process")
     check.add_argument("--keep-going", action="store_true", help="collect a counterexample for every violated property")
     check.add_argument("--max-states", type=int, help="stop after this many distinct states")
     check.add_argument("--out", default="out", help="directory for counterexample traces (default ./out)")
@@ -155,6 +254,47 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--show", type=int, default=25, help="steps of a counterexample to show (default 25)")
     sim.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     sim.set_defaults(run=main_simulate)
+
+    trace_commands = commands.add_parser("traces", help="generate, show and describe conformance traces", description="Conformance traces: node-level inputs with the outputs the specification expects.")
+    trace_sub = trace_commands.add_subparsers(dest="traces_command", required=True, metavar="SUBCOMMAND")
+    gen = trace_sub.add_parser(
+        "generate",
+        help="generate a coverage-guided corpus from exploration",
+        description="Search the named configurations, keep the shortest trace reaching each coverage cell "
+        "(input kind x role x epoch relation x outcome x rule), add seeded random walks, and write the traces "
+        "with a manifest. The same arguments give the same bytes.",
+    )
+    gen.add_argument("--config", action="append", help=f"a named configuration to search (repeatable; default: {', '.join(CORPUS_CONFIGS)})")
+    gen.add_argument("--out", required=True, help="the corpus directory to write (replaced as a whole)")
+    gen.add_argument("--max-states", type=int, default=150_000, help="cluster states each search may visit (default 150000)")
+    gen.add_argument("--walks", type=int, default=8, help="seeded random walks per configuration, each projected on every node (default 8)")
+    gen.add_argument("--walk-steps", type=int, default=250, help="cluster steps per random walk (default 250)")
+    gen.add_argument("--seed", type=int, default=0, help="first random-walk seed (default 0)")
+    gen.set_defaults(run=main_traces_generate)
+    schema = trace_sub.add_parser("schema", help="print the JSON Schema of the trace format", description="Print the JSON Schema of the JSON Lines trace format (spec/trace.schema.json).")
+    schema.set_defaults(run=main_traces_schema)
+    show = trace_sub.add_parser("show", help="show a trace as a step table", description="Read a trace file (validating it) and print its steps.")
+    show.add_argument("file", help="a trace file (.jsonl or .msgpack)")
+    show.set_defaults(run=main_traces_show)
+
+    cert = commands.add_parser(
+        "certify",
+        help="replay the corpus through an adapter and report conformance rule by rule",
+        description="Replay every trace of the corpus through an adapter; write Markdown, JSON and JUnit reports with a verdict "
+        "per rule and a shortened reproducing trace per divergence. Exit 0 only if every trace conforms.",
+    )
+    cert.add_argument("--adapter", required=True, help="reference, mutant:NAME (see `kraftcheck mutants`) or subprocess:COMMAND")
+    cert.add_argument("--corpus", help="a corpus directory or one trace file (default: the shipped traces/)")
+    cert.add_argument("--out", help="directory for the reports (default out/certify-ADAPTER)")
+    cert.add_argument("--step-timeout", type=float, default=10.0, help="seconds a subprocess adapter may take per reply (default 10)")
+    cert.add_argument("--json", action="store_true", help="print a summary object instead of tables")
+    cert.set_defaults(run=main_certify)
+
+    mut = commands.add_parser("mutants", help="list the seeded-bug adapters", description="List the mutant adapters (mutant:NAME), one seeded bug each.")
+    mut.add_argument("--score", action="store_true", help="replay the corpus through every mutant: which are caught, on which rule (exit 1 unless all are)")
+    mut.add_argument("--corpus", help="corpus for --score (default: the shipped traces/)")
+    mut.add_argument("--json", action="store_true", help="print the list (or the scores) as JSON")
+    mut.set_defaults(run=main_mutants)
     return parser
 
 
@@ -164,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except ConfigError as error:
         print(f"kraftcheck: invalid configuration: {error}", file=sys.stderr)
+        return 2
+    except (TraceError, UnknownAdapter) as error:
+        print(f"kraftcheck: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kraftcheck: interrupted", file=sys.stderr)

@@ -1,5 +1,8 @@
 """Inputs to a node (events) and what a node asks of the world (outputs).
 
+Events carry short tags ("request", "timer", ...) because conformance traces store them as
+they are (see spec/trace-format.md).
+
 Time does not exist inside the model: timers are events the environment fires, and a node
 only says which timer it wants armed and for how long (SetTimer).
 """
@@ -11,19 +14,19 @@ import msgspec
 from model.messages import Message
 
 
-class TimerKind(enum.IntEnum):
-    FETCH_TIMEOUT = 0  # quorum.fetch.timeout.ms: follower -> election (ELECT-1), observer -> rediscover
-    ELECTION_TIMEOUT = 1  # quorum.election.timeout.ms (+ backoff): new election (ELECT-2/3)
-    PROGRESS_TIMEOUT = 2  # leader progress timeout (PROGRESS-1)
-    REQUEST_TIMEOUT = 3  # quorum.request.timeout.ms: re-send unanswered requests (RETRY-1)
+class TimerKind(enum.StrEnum):
+    FETCH_TIMEOUT = "fetch_timeout"  # quorum.fetch.timeout.ms: follower -> election (ELECT-1), observer -> rediscover
+    ELECTION_TIMEOUT = "election_timeout"  # quorum.election.timeout.ms (+ backoff): new election (ELECT-2/3)
+    PROGRESS_TIMEOUT = "progress_timeout"  # leader progress timeout (PROGRESS-1)
+    REQUEST_TIMEOUT = "request_timeout"  # quorum.request.timeout.ms: re-send unanswered requests (RETRY-1)
 
 
-class Request(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Request(msgspec.Struct, frozen=True, kw_only=True, tag="request"):
     source: int
     message: Message
 
 
-class Response(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Response(msgspec.Struct, frozen=True, kw_only=True, tag="response"):
     """A response to one of the node's own requests, paired with that request (its correlation)."""
 
     source: int
@@ -31,23 +34,23 @@ class Response(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     request: Message
 
 
-class Timer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Timer(msgspec.Struct, frozen=True, kw_only=True, tag="timer"):
     kind: TimerKind
 
 
-class ClientAppend(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class ClientAppend(msgspec.Struct, frozen=True, kw_only=True, tag="append"):
     value: int
 
 
-class Resign(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Resign(msgspec.Struct, frozen=True, kw_only=True, tag="resign"):
     """Graceful shutdown of a leader (END-SEND-1)."""
 
 
-class Crash(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Crash(msgspec.Struct, frozen=True, kw_only=True, tag="crash"):
     pass
 
 
-class Restart(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class Restart(msgspec.Struct, frozen=True, kw_only=True, tag="restart"):
     pass
 
 

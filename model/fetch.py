@@ -59,8 +59,8 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
         offsets = leader.replica_offsets
         leader = replace(leader, replica_offsets=offsets[:index] + (request.FetchOffset,) + offsets[index + 1 :])
         if source in config.voters:
-            leader, committed = advance_high_watermark(config, leader)
-            rules += ("FETCH-REQ-4", "HW-1", "HW-2")
+            leader, committed, decided = advance_high_watermark(config, leader)
+            rules += ("FETCH-REQ-4",) + decided
         else:
             rules += ("HW-3",)
     limit = config.options.fetch_max_records

@@ -151,7 +151,7 @@ def on_client_append(config: NodeConfig, state: NodeState, value: int) -> Transi
     log = logs.append(state.log, state.epoch, value)
     me = config.replicas.index(config.node_id)
     offsets = state.replica_offsets[:me] + (len(log),) + state.replica_offsets[me + 1 :]
-    leader, committed = advance_high_watermark(config, replace(state, log=log, replica_offsets=offsets))
+    leader, committed, _ = advance_high_watermark(config, replace(state, log=log, replica_offsets=offsets))
     return Transition(leader, (AppendResult(ErrorCode=errors.NONE, Offset=len(log) - 1),) + committed, ("CLIENT-1", "CLIENT-2", "LOG-1"))
 
 

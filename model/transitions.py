@@ -144,23 +144,27 @@ def become_leader(config: NodeConfig, state: NodeState) -> tuple[NodeState, tupl
         fetched=frozenset((me,)),
         replica_offsets=offsets,
     )
-    leader, committed = advance_high_watermark(config, leader)
+    leader, committed, _ = advance_high_watermark(config, leader)
     announce = BeginQuorumEpochRequest(ClusterId=config.cluster_id, LeaderId=me, LeaderEpoch=state.epoch)
     sends = tuple(Send(destination=v, message=announce) for v in config.voters if v != me)
     return leader, sends + committed
 
 
-def advance_high_watermark(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
-    """HW-1/HW-2: the largest offset on a majority of voters, once it covers an entry of this epoch."""
+def advance_high_watermark(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...], tuple[str, ...]]:
+    """HW-1/HW-2: the largest offset on a majority of voters, once it covers an entry of this epoch.
+
+    The rules returned are those that decided: HW-2 alone when no majority is beyond the high
+    watermark, HW-1 alone when one is but holds no record of this epoch, both on an advance.
+    """
     voter_offsets = sorted((state.replica_offsets[i] for i in range(len(config.voters))), reverse=True)
     majority_offset = voter_offsets[config.majority - 1]
+    if majority_offset <= state.high_watermark:
+        return state, NO_OUTPUTS, ("HW-2",)
     if not config.options.hw_any_epoch:
         start = logs.epoch_start(state.log, state.epoch)
         if start is None or majority_offset <= start:
-            return state, NO_OUTPUTS
-    if majority_offset <= state.high_watermark:
-        return state, NO_OUTPUTS
-    return replace(state, high_watermark=majority_offset), (Committed(HighWatermark=majority_offset),)
+            return state, NO_OUTPUTS, ("HW-1",)
+    return replace(state, high_watermark=majority_offset), (Committed(HighWatermark=majority_offset),), ("HW-1", "HW-2")
 
 
 def observe_leader(config: NodeConfig, state: NodeState, leader_id: int, epoch: int) -> tuple[NodeState, tuple[Output, ...]] | None:

@@ -1,0 +1,38 @@
+"""The adapter contract: how kraftcheck drives one node of an implementation through a trace.
+
+An adapter wraps one node of the implementation under test. For each trace kraftcheck calls
+`start` once, then `step` once per input, and `observe` after each step when the trace
+records the node's state; `close` always ends the trace, whatever happened. Every call is
+synchronous: `step` returns everything the node did in answer to that input (see
+conformance.trace.Outputs). Inputs are model events (model/events.py), messages use the
+field names of the Kafka schemas in spec/schemas.
+
+An implementation in another language plugs in through `subprocess:COMMAND`, the JSON-lines
+protocol of spec/subprocess-protocol.md; an implementation in Python may implement this
+Protocol directly.
+"""
+
+from typing import Protocol
+
+from conformance.trace import Header, Observed, Outputs
+from model.events import Event
+
+
+class AdapterError(Exception):
+    """The adapter failed (crashed, timed out, answered something unreadable): the trace fails with this reason."""
+
+
+class Adapter(Protocol):
+    name: str
+
+    def start(self, header: Header) -> None:
+        """Bring up a node as the trace header says: cluster, node id, persisted state."""
+
+    def step(self, event: Event) -> Outputs:
+        """Deliver one input and return what the node did in answer to it."""
+
+    def observe(self) -> Observed | None:
+        """The node's observable state, or None if this adapter cannot observe it."""
+
+    def close(self) -> None:
+        """Release the node (and any process behind it)."""

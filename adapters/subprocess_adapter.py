@@ -1,0 +1,254 @@
+"""The `subprocess:COMMAND` adapter: a node in any language, driven over JSON lines on stdin/stdout.
+
+spec/subprocess-protocol.md is the protocol. One process per trace keeps traces independent.
+Replies are decoded into typed Structs, and messages are checked to carry exactly their
+schema's fields, so an implementation that omits or misspells a field is told so instead of
+being compared against a default. Every read and write is bounded by the step timeout with
+poll() on the pipes, so a hung or deaf process cannot hang kraftcheck; stderr goes to a
+temporary file (a pipe nobody reads could fill up and block the process), whose tail is
+quoted in errors.
+"""
+
+import os
+import select
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+import typing
+
+import msgspec
+
+from adapters.contract import AdapterError
+from conformance.trace import Header, Observed, Outputs
+from model.events import AppendResult, Event, Send
+from model.messages import Message
+
+STOP_GRACE_SECONDS = 1.0  # how long close() lets the process exit after "stop" before killing it
+QUOTE_CHARS = 200  # how much of an invalid reply an error quotes
+STDERR_TAIL_LINES = 10
+_STDERR_TAIL_BYTES = 4096
+
+
+class _Reply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The reply to start."""
+
+    ok: bool
+
+
+class _InputReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The reply to an input command: what the node did in answer to it, sends aside."""
+
+    ok: bool
+    response: Message | None
+    append_result: AppendResult | None
+    shutdown: bool
+
+
+class _DrainReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    ok: bool
+    sends: tuple[Send, ...]
+
+
+class _ObserveReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    ok: bool
+    state: Observed | None
+
+
+class _Invalid(Exception):
+    """A reply line that is not a valid reply; the adapter turns it into an AdapterError quoting the line."""
+
+
+def _field_difference(path: str, raw: object, typed: object) -> str | None:
+    """Where a decoded message's JSON lacks a field of its type or has one the type does not know."""
+    if isinstance(typed, dict):
+        missing = [key for key in typed if key not in raw]
+        if missing:
+            return f"{path} lacks {', '.join(missing)}"
+        unknown = [key for key in raw if key not in typed]
+        if unknown:
+            return f"{path} has unknown fields {', '.join(unknown)}"
+        for key in typed:
+            found = _field_difference(f"{path}.{key}", raw[key], typed[key])
+            if found:
+                return found
+    elif isinstance(typed, list):
+        for index, (raw_item, typed_item) in enumerate(zip(raw, typed)):
+            found = _field_difference(f"{path}[{index}]", raw_item, typed_item)
+            if found:
+                return found
+    return None
+
+
+def _check_complete(path: str, raw: object, message: object) -> None:
+    """Every field present, none unknown: msgspec alone would default a missing field silently."""
+    if message is not None:
+        found = _field_difference(path, raw, msgspec.to_builtins(message))
+        if found:
+            raise _Invalid(found)
+
+
+def _command_line(command: str, fields: dict) -> bytes:
+    return msgspec.json.encode({"command": command, **fields}) + b"\n"
+
+
+def _exit_text(code: int) -> str:
+    return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+
+def _kill(process: subprocess.Popen) -> None:
+    """Kill the process's whole session and reap it (its pid and group stay ours until reaped)."""
+    if process.returncode is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+
+class SubprocessAdapter:
+    """One node of an implementation run as a process per trace, speaking spec/subprocess-protocol.md."""
+
+    def __init__(self, command: str, step_timeout: float = 10.0) -> None:
+        self.name = f"subprocess:{command}"
+        self.command = command
+        self.step_timeout = step_timeout
+        self.process: subprocess.Popen | None = None
+        self._stderr: typing.IO[bytes] | None = None
+        self._buffer = bytearray()
+
+    def start(self, header: Header) -> None:
+        """A new process for every trace, so that traces stay independent."""
+        self.close()
+        try:
+            argv = shlex.split(self.command)
+        except ValueError as error:
+            raise AdapterError(f"cannot parse the command {self.command!r}: {error}") from None
+        if not argv:
+            raise AdapterError("the subprocess command is empty")
+        self._stderr = tempfile.TemporaryFile()
+        try:
+            # A session of its own, so a kill reaches whatever the command starts (a wrapper script's JVM).
+            self.process = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, start_new_session=True
+            )
+        except OSError as error:
+            self._stderr.close()
+            raise AdapterError(f"cannot start {self.command!r}: {error.strerror or error}: {argv[0]}") from None
+        os.set_blocking(self.process.stdin.fileno(), False)
+        self._buffer.clear()
+        line = _command_line("start", {"cluster": header.cluster, "node": header.node, "initial": header.initial})
+        self._call("start", line, _Reply)
+
+    def step(self, event: Event) -> Outputs:
+        fields = msgspec.to_builtins(event)
+        command = fields.pop("type")  # an input command is the event: its tag, its fields
+        answer = self._call(command, _command_line(command, fields), _InputReply)
+        drained = self._call("drain", b'{"command":"drain"}\n', _DrainReply)
+        return Outputs(response=answer.response, sends=drained.sends, append_result=answer.append_result, shutdown=answer.shutdown)
+
+    def observe(self) -> Observed | None:
+        return self._call("observe", b'{"command":"observe"}\n', _ObserveReply).state
+
+    def close(self) -> None:
+        """Ask the process to stop, give it a moment, then kill it; reap it either way."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if process.returncode is None:
+            try:
+                os.write(process.stdin.fileno(), b'{"command":"stop"}\n')
+            except OSError:
+                pass  # gone already, or not reading: the kill below ends it
+            try:
+                process.stdin.close()
+                process.wait(timeout=STOP_GRACE_SECONDS)
+            except (OSError, subprocess.TimeoutExpired):
+                _kill(process)
+        process.stdout.close()
+        self._stderr.close()
+
+    def _call(self, command: str, line: bytes, reply_type: type) -> msgspec.Struct:
+        """Send one command and read its reply, strictly in order."""
+        if self.process is None:
+            raise AdapterError(f"{command!r} without a running process: start() first")
+        deadline = time.monotonic() + self.step_timeout
+        self._write(command, line, deadline)
+        reply = self._read_line(command, deadline)
+        try:
+            return self._decode(command, reply, reply_type)
+        except _Invalid as error:
+            quoted = reply[:QUOTE_CHARS].decode(errors="replace")
+            raise AdapterError(f"invalid reply to {command!r}: {error}; the reply was: {quoted!r}{self._stderr_tail()}") from None
+
+    def _decode(self, command: str, line: bytes, reply_type: type) -> msgspec.Struct:
+        try:
+            raw = msgspec.json.decode(line)
+        except msgspec.DecodeError as error:
+            raise _Invalid(f"not JSON ({error})") from None
+        if not isinstance(raw, dict) or not isinstance(raw.get("ok"), bool):
+            raise _Invalid('not a reply: a reply is a JSON object with a boolean "ok"')
+        if not raw["ok"]:
+            raise AdapterError(f"the implementation refused {command!r}: {raw.get('error', '(no error text)')}")
+        try:
+            reply = msgspec.convert(raw, reply_type)
+        except msgspec.ValidationError as error:
+            raise _Invalid(str(error)) from None
+        if reply_type is _InputReply:
+            _check_complete("$.response", raw["response"], reply.response)
+        elif reply_type is _DrainReply:
+            for index, send in enumerate(reply.sends):
+                _check_complete(f"$.sends[{index}].message", raw["sends"][index]["message"], send.message)
+        return reply
+
+    def _write(self, command: str, line: bytes, deadline: float) -> None:
+        """Write without blocking: a process that stops reading stdin times out instead of hanging us."""
+        fd = self.process.stdin.fileno()
+        pending = memoryview(line)
+        while pending:
+            try:
+                pending = pending[os.write(fd, pending) :]
+            except BlockingIOError:
+                self._wait_for(fd, select.POLLOUT, command, deadline)
+            except BrokenPipeError:
+                raise self._exited(command) from None
+
+    def _read_line(self, command: str, deadline: float) -> bytes:
+        fd = self.process.stdout.fileno()
+        while (end := self._buffer.find(b"\n")) < 0:
+            self._wait_for(fd, select.POLLIN, command, deadline)
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise self._exited(command)
+            self._buffer += chunk
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        return line
+
+    def _wait_for(self, fd: int, event: int, command: str, deadline: float) -> None:
+        poller = select.poll()
+        poller.register(fd, event)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not poller.poll(remaining * 1000):
+            _kill(self.process)
+            raise AdapterError(f"no reply to {command!r} within the step timeout of {self.step_timeout:g} s; the process was killed{self._stderr_tail()}")
+
+    def _exited(self, command: str) -> AdapterError:
+        """The process closed its end of a pipe: it is exiting; report how."""
+        try:
+            code = self.process.wait(timeout=STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            _kill(self.process)
+            return AdapterError(f"the process closed its stdin or stdout before replying to {command!r} and was killed{self._stderr_tail()}")
+        return AdapterError(f"the process {_exit_text(code)} before replying to {command!r}{self._stderr_tail()}")
+
+    def _stderr_tail(self) -> str:
+        """The last lines the process wrote to stderr, read without moving the file offset it shares."""
+        fd = self._stderr.fileno()
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, min(size, _STDERR_TAIL_BYTES), max(0, size - _STDERR_TAIL_BYTES))
+        lines = data.decode(errors="replace").splitlines()[-STDERR_TAIL_LINES:]
+        if not lines:
+            return "; its stderr is empty"
+        return "; its stderr ends with:\n" + "\n".join(f"  {line}" for line in lines)

@@ -1,0 +1,174 @@
+"""Replay: drive an adapter through traces and find the first step where it departs from them.
+
+Each step's response is compared field by field (error codes by wire number), the requests
+the node sends as a multiset, and the node's state wherever the adapter can observe it. An
+adapter that fails (crashes, hangs, answers garbage) fails that trace with the reason; the
+other traces still run.
+"""
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import msgspec
+
+from adapters.contract import Adapter, AdapterError
+from conformance import trace as traces
+from conformance.describe_steps import message_text
+from conformance.trace import Observed, Outputs, Step, Trace
+from spec import errors
+
+
+class Divergence(msgspec.Struct, frozen=True, kw_only=True):
+    """The first difference between what a trace expects and what the adapter did."""
+
+    step: int
+    input: str  # the step's input in words
+    field: str  # e.g. response.PartitionErrorCode, sends, state.high_watermark
+    expected: str
+    actual: str
+    rules: tuple[str, ...]
+
+
+class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
+    trace: str  # the file
+    name: str
+    node: int
+    steps: int  # steps in the trace
+    steps_run: int  # steps that matched before the end or the divergence
+    passed: bool
+    divergence: Divergence | None = None
+    failure: str | None = None  # the adapter failed, or the trace could not be read
+    rules_passed: tuple[str, ...] = ()  # rule IDs of the steps that matched
+    rules_failed: tuple[str, ...] = ()  # rule IDs of the step that diverged or on which the adapter failed
+    seconds: float = 0.0
+
+
+def _annotated(field: str, value: object) -> str:
+    """A value as text; error codes with their Kafka name."""
+    if field.endswith("ErrorCode") and isinstance(value, int):
+        return f"{value} {errors.name_of(value)}"
+    return repr(value) if not isinstance(value, str) else value
+
+
+def first_difference(path: str, expected: object, actual: object) -> tuple[str, str, str] | None:
+    """The first differing field between two builtin-converted values: (path, expected, actual)."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        if expected.get("type") != actual.get("type"):
+            return (f"{path}.type", str(expected.get("type")), str(actual.get("type")))
+        for key in list(expected) + [k for k in actual if k not in expected]:
+            found = first_difference(f"{path}.{key}", expected.get(key), actual.get(key))
+            if found:
+                return found
+        return None
+    if isinstance(expected, list) and isinstance(actual, list):
+        for index, (a, b) in enumerate(zip(expected, actual)):
+            found = first_difference(f"{path}[{index}]", a, b)
+            if found:
+                return found
+        if len(expected) != len(actual):
+            return (f"{path} length", str(len(expected)), str(len(actual)))
+        return None
+    if expected != actual:
+        field = path.rsplit(".", 1)[-1]
+        return (path, _annotated(field, expected), _annotated(field, actual))
+    return None
+
+
+def _message_or_none(message: object) -> str:
+    return "no response" if message is None else message_text(message)
+
+
+def _sends_text(sends: Iterable) -> str:
+    return "; ".join(f"to {s.destination}: {message_text(s.message)}" for s in sends) or "none"
+
+
+def compare(step: Step, actual: Outputs, observed: Observed | None) -> tuple[str, str, str] | None:
+    """The first difference between a step's expectation and what the adapter reported."""
+    expected = step.expect
+    if (expected.response is None) != (actual.response is None) or (
+        expected.response is not None and type(expected.response) is not type(actual.response)
+    ):
+        return ("response", _message_or_none(expected.response), _message_or_none(actual.response))
+    if expected.response is not None:
+        found = first_difference("response", msgspec.to_builtins(expected.response), msgspec.to_builtins(actual.response))
+        if found:
+            return found
+    want = Counter(msgspec.json.encode(s) for s in expected.sends)
+    got = Counter(msgspec.json.encode(s) for s in actual.sends)
+    if want != got:
+        missing = [s for s in expected.sends if want[msgspec.json.encode(s)] > got[msgspec.json.encode(s)]]
+        extra = [s for s in actual.sends if got[msgspec.json.encode(s)] > want[msgspec.json.encode(s)]]
+        return ("sends", f"{_sends_text(expected.sends)} (missing: {_sends_text(missing)})", f"{_sends_text(actual.sends)} (unexpected: {_sends_text(extra)})")
+    found = first_difference("append_result", msgspec.to_builtins(expected.append_result), msgspec.to_builtins(actual.append_result))
+    if found:
+        return found
+    if expected.shutdown != actual.shutdown:
+        return ("shutdown", str(expected.shutdown), str(actual.shutdown))
+    if step.state is not None and observed is not None:
+        return first_difference("state", msgspec.to_builtins(step.state), msgspec.to_builtins(observed))
+    return None
+
+
+def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
+    """Run one trace through an adapter; stop at the first divergence or adapter failure."""
+    header = trace.header
+    start = time.perf_counter()
+    passed_rules: set[str] = set()
+    run = 0
+
+    def result(**outcome: object) -> TraceResult:
+        return TraceResult(
+            trace=path,
+            name=header.name,
+            node=header.node,
+            steps=len(trace.steps),
+            steps_run=run,
+            rules_passed=tuple(sorted(passed_rules)),
+            seconds=round(time.perf_counter() - start, 6),
+            **outcome,
+        )
+
+    try:
+        adapter.start(header)
+        for step in trace.steps:
+            actual = adapter.step(step.input)
+            observed = adapter.observe() if step.state is not None else None
+            found = compare(step, actual, observed)
+            if found:
+                field, expected, got = found
+                divergence = Divergence(step=step.step, input=step.note, field=field, expected=expected, actual=got, rules=step.rules)
+                return result(passed=False, divergence=divergence, rules_failed=step.rules)
+            run += 1
+            passed_rules.update(step.rules)
+    except AdapterError as error:
+        failed_rules = trace.steps[run].rules if run < len(trace.steps) else ()
+        return result(passed=False, failure=f"step {run + 1}: {error}", rules_failed=failed_rules)
+    finally:
+        try:
+            adapter.close()
+        except AdapterError:
+            pass
+    return result(passed=True)
+
+
+def trace_files(corpus: Path) -> list[Path]:
+    """The trace files of a corpus directory (or the one file given), in name order."""
+    if corpus.is_file():
+        return [corpus]
+    if not corpus.is_dir():
+        raise traces.TraceError(f"{corpus}: no such corpus directory or trace file")
+    found = sorted(p for p in corpus.rglob("*") if p.suffix in (".jsonl", ".msgpack") and p.is_file())
+    if not found:
+        raise traces.TraceError(f"{corpus}: no trace files (*.jsonl, *.msgpack)")
+    return found
+
+
+def replay_file(make_adapter: Callable[[], Adapter], path: Path) -> TraceResult:
+    """Read and replay one file; an unreadable trace fails with its error, the run goes on."""
+    try:
+        trace = traces.read(path)
+    except traces.TraceError as error:
+        return TraceResult(trace=str(path), name=path.stem, node=-1, steps=0, steps_run=0, passed=False, failure=f"invalid trace: {error}")
+    return replay(make_adapter(), trace, str(path))

@@ -1,0 +1,255 @@
+"""Conformance traces: one node's inputs and the outputs the specification expects, step by step.
+
+A trace is node-level, so any implementation can replay it without a cluster: the header says
+which cluster the node belongs to, who it is and what it starts from; each step gives one
+input (a model event, stored as it is) and what the node must answer. Two encodings of the
+same structures: JSON Lines (line 1 the header, one step per line after it) for people and
+diffs, MessagePack (one `Trace` object) for volume. spec/trace-format.md documents the format
+and spec/trace.schema.json is its JSON Schema (`kraftcheck traces schema` prints it).
+"""
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from model.config import ClusterConfig, ConfigError
+from model.events import AppendResult, Event, Send
+from model.messages import Message, Record
+from model.state import NodeState, Role
+
+FORMAT_VERSION = 1
+KIND = "kraftcheck-trace"
+
+
+class TraceError(ValueError):
+    """A trace that cannot be read; the message names the file and the line."""
+
+
+class TraceCluster(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The cluster the node under test belongs to, and the model profile the trace follows."""
+
+    voters: tuple[int, ...]
+    observers: tuple[int, ...] = ()
+    cluster_id: str | None = "kraft-cluster"
+    profile: str = "kip595"
+    fetch_max_records: int = 0
+
+    def config(self) -> ClusterConfig:
+        return ClusterConfig(
+            voters=self.voters, observers=self.observers, cluster_id=self.cluster_id, profile=self.profile, fetch_max_records=self.fetch_max_records
+        )
+
+
+class Persisted(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What survives a restart: the quorum-state file (QSTATE-1) and the log (LOG-3).
+
+    A node whose persisted state is empty starts as a freshly bootstrapped one, without
+    outputs; any other node starts shut down, and its trace begins with a restart.
+    """
+
+    epoch: int = 0
+    leader_id: int = -1
+    voted_id: int = -1
+    log: tuple[Record, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return self == Persisted()
+
+
+class Observed(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What an adapter may be able to observe of a node (compared only where it can)."""
+
+    role: str  # unattached, voted, follower, candidate, leader, resigned, observer, down
+    epoch: int
+    leader_id: int
+    voted_id: int
+    log_end_offset: int
+    high_watermark: int
+    log: tuple[tuple[int, int], ...]  # (offset, epoch) per record
+
+    @classmethod
+    def of(cls, state: NodeState) -> "Observed":
+        return cls(
+            role=state.role_name,
+            epoch=state.epoch,
+            leader_id=state.leader_id,
+            voted_id=state.voted_id,
+            log_end_offset=len(state.log),
+            high_watermark=state.high_watermark if state.role != Role.DOWN else 0,
+            log=tuple((r.Offset, r.Epoch) for r in state.log),
+        )
+
+
+class Outputs(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """What a node does in answer to one input: the one thing every adapter reports per step.
+
+    `response` answers a request input; `sends` are the requests the node sends (compared as a
+    multiset, in any order); `append_result` answers a client append; `shutdown` says the node
+    stopped on a fatal error. Timers and their durations are the implementation's own.
+    """
+
+    response: Message | None = None
+    sends: tuple[Send, ...] = ()
+    append_result: AppendResult | None = None
+    shutdown: bool = False
+
+
+class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    step: int  # 1-based
+    input: Event
+    expect: Outputs
+    errors: dict[str, str] = {}  # the expected error codes by name, for readers: field -> Kafka name
+    state: Observed | None = None  # the node's observable state after the step
+    rules: tuple[str, ...] = ()  # the rule IDs the step exercises
+    note: str = ""  # the step in words
+
+
+class Header(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    kind: str
+    format_version: int
+    name: str
+    cluster: TraceCluster
+    node: int  # the node under test
+    steps: int  # how many steps follow (a truncated file is detected)
+    initial: Persisted = Persisted()
+    origin: str = ""  # how the trace was made
+    covers: tuple[str, ...] = ()  # the coverage cells it was kept for
+
+
+class Trace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    header: Header
+    steps: tuple[Step, ...]
+
+
+_json_encoder = msgspec.json.Encoder(order="deterministic")
+_msgpack_encoder = msgspec.msgpack.Encoder(order="deterministic")
+_header_decoder = msgspec.json.Decoder(Header)
+_step_decoder = msgspec.json.Decoder(Step)
+_msgpack_decoder = msgspec.msgpack.Decoder(Trace)
+
+
+def to_jsonl(trace: Trace) -> bytes:
+    lines = [_json_encoder.encode(trace.header)] + [_json_encoder.encode(step) for step in trace.steps]
+    return b"\n".join(lines) + b"\n"
+
+
+def to_msgpack(trace: Trace) -> bytes:
+    return _msgpack_encoder.encode(trace)
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_bytes_atomically(path: Path, data: bytes) -> None:
+    """The whole file or nothing: a temporary file renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def write(path: Path, trace: Trace) -> None:
+    """Write a trace, as MessagePack if the name ends in .msgpack, else as JSON Lines."""
+    write_bytes_atomically(path, to_msgpack(trace) if path.suffix == ".msgpack" else to_jsonl(trace))
+
+
+def read(path: Path) -> Trace:
+    """Read and validate a trace file; every problem is a TraceError naming the file and line."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise TraceError(f"{path}: cannot read: {error.strerror}") from None
+    trace = _read_msgpack(path, data) if path.suffix == ".msgpack" else _read_jsonl(path, data)
+    _check_steps(path, trace)
+    return trace
+
+
+def _read_jsonl(path: Path, data: bytes) -> Trace:
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    elif lines:
+        raise TraceError(f"{path}:{len(lines)}: the last line does not end in a newline (truncated file?)")
+    if not lines:
+        raise TraceError(f"{path}:1: empty file, expected a trace header")
+    header = _header(path, 1, lines[0], _header_decoder.decode)
+    steps = []
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            steps.append(_step_decoder.decode(line))
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise TraceError(f"{path}:{number}: invalid step: {error}") from None
+    return Trace(header=header, steps=tuple(steps))
+
+
+def _read_msgpack(path: Path, data: bytes) -> Trace:
+    try:
+        raw = msgspec.msgpack.decode(data)
+    except msgspec.DecodeError as error:
+        raise TraceError(f"{path}: invalid MessagePack: {error}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("header"), dict):
+        raise TraceError(f"{path}: not a kraftcheck trace (no header object)")
+    _check_version(path, 1, raw["header"])
+    try:
+        return _msgpack_decoder.decode(data)
+    except msgspec.ValidationError as error:
+        raise TraceError(f"{path}: invalid trace: {error}") from None
+
+
+def _header(path: Path, line: int, raw_line: bytes, decode) -> Header:
+    try:
+        raw = json.loads(raw_line)
+    except ValueError as error:
+        raise TraceError(f"{path}:{line}: invalid JSON in the header: {error}") from None
+    if not isinstance(raw, dict):
+        raise TraceError(f"{path}:{line}: the header must be a JSON object")
+    _check_version(path, line, raw)
+    try:
+        return decode(raw_line)
+    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise TraceError(f"{path}:{line}: invalid header: {error}") from None
+
+
+def _check_version(path: Path, line: int, raw: dict) -> None:
+    if raw.get("kind") != KIND:
+        raise TraceError(f"{path}:{line}: not a kraftcheck trace (kind {raw.get('kind')!r}, expected {KIND!r})")
+    if raw.get("format_version") != FORMAT_VERSION:
+        raise TraceError(f"{path}:{line}: unknown trace format version {raw.get('format_version')!r}; this kraftcheck reads version {FORMAT_VERSION}")
+
+
+def _check_steps(path: Path, trace: Trace) -> None:
+    header = trace.header
+    if len(trace.steps) != header.steps:
+        raise TraceError(f"{path}: the header promises {header.steps} steps, the file has {len(trace.steps)} (truncated?)")
+    for position, step in enumerate(trace.steps, start=1):
+        if step.step != position:
+            raise TraceError(f"{path}:{position + 1}: step numbered {step.step}, expected {position}")
+    try:
+        cluster = header.cluster.config()
+    except ConfigError as error:
+        raise TraceError(f"{path}:1: invalid cluster: {error}") from None
+    if header.node not in cluster.nodes:
+        raise TraceError(f"{path}:1: node {header.node} is not a member of the cluster {list(cluster.nodes)}")
+
+
+def schema() -> dict:
+    """The JSON Schema of the JSON Lines encoding: the header line, then step lines."""
+    (header, step), components = msgspec.json.schema_components([Header, Step], ref_template="#/$defs/{name}")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"kraftcheck conformance trace, format version {FORMAT_VERSION}",
+        "description": "JSON Lines: line 1 is a Header, every following line a Step. See spec/trace-format.md.",
+        "oneOf": [header, step],
+        "$defs": components,
+    }

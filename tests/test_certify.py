@@ -1,0 +1,158 @@
+"""The shipped corpus, replay and certification: the reference conforms, every mutant is caught."""
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from adapters.model_adapter import ModelAdapter
+from adapters.mutants import MUTANTS, mutant_adapter
+from conformance import trace as traces
+from conformance.certify import certify
+from conformance.check_config import resolve
+from conformance.cli import CORPUS_CONFIGS, main
+from conformance.corpus import DEFAULT_CORPUS, MANIFEST, GenerateOptions, generate, write_corpus
+from conformance.replay import replay, trace_files
+from spec.rules import load_rules
+
+SHIPPED = trace_files(DEFAULT_CORPUS)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return {path: traces.read(path) for path in SHIPPED}
+
+
+def test_the_shipped_corpus_is_what_the_generator_writes(tmp_path):
+    """Same configurations and options, same bytes: the shipped corpus is up to date and reproducible."""
+    corpus, manifest = generate([(name, resolve(name, {})) for name in CORPUS_CONFIGS], GenerateOptions())
+    write_corpus(tmp_path / "traces", corpus, manifest)
+    written = sorted(p.name for p in (tmp_path / "traces").iterdir())
+    assert written == sorted(p.name for p in DEFAULT_CORPUS.iterdir() if p.suffix in (".jsonl", ".json"))
+    for name in written:
+        assert (tmp_path / "traces" / name).read_bytes() == (DEFAULT_CORPUS / name).read_bytes(), name
+
+
+def test_manifest_hashes_match_the_files():
+    manifest = json.loads((DEFAULT_CORPUS / MANIFEST).read_text())
+    assert manifest["traces"] == len(SHIPPED) == len(manifest["files"])
+    for path in SHIPPED:
+        assert manifest["files"][path.name] == traces.content_hash(path.read_bytes())
+    assert {row["trace"] for row in manifest["coverage"]} <= set(manifest["files"])
+
+
+def test_every_node_rule_is_exercised_by_the_corpus():
+    """All but the safety properties (cluster-wide) and the admin client's DESCRIBE-RESP rules."""
+    manifest = json.loads((DEFAULT_CORPUS / MANIFEST).read_text())
+    missing = sorted(r.id for r in load_rules() if r.id not in manifest["rules"])
+    assert missing == ["DESCRIBE-RESP-1", "DESCRIBE-RESP-2", "DESCRIBE-RESP-3"] + [f"SAFE-{n}" for n in range(1, 10)]
+
+
+def test_the_reference_passes_every_shipped_trace(shipped):
+    failing = [str(path) for path, trace in shipped.items() if not replay(ModelAdapter("reference"), trace, str(path)).passed]
+    assert failing == []
+
+
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_every_mutant_fails_some_shipped_trace(shipped, name):
+    caught = next((r for r in (replay(mutant_adapter(name), t, str(p)) for p, t in shipped.items()) if not r.passed), None)
+    assert caught is not None, f"mutant {name} passes the whole corpus"
+    assert caught.divergence is not None and caught.rules_failed
+
+
+def test_there_are_at_least_fifteen_mutants():
+    assert len(MUTANTS) >= 15
+
+
+def test_certify_reports_a_mutant_rule_by_rule_with_a_shortened_trace(tmp_path):
+    name = "offsets-end-offset-plus-one"
+    report = certify(f"mutant:{name}", lambda: mutant_adapter(name), DEFAULT_CORPUS, tmp_path)
+    assert report.failed >= 1 and report.passed == report.traces - report.failed
+    assert "K101-2" in report.rules_failed
+    verdicts = {v.rule: v.verdict for v in report.rules}
+    assert verdicts["K101-2"] == "departs" and verdicts["VOTE-REQ-4"] == "conforms" and verdicts["SAFE-1"] == "not exercised"
+    for original, short in report.shortened.items():
+        shortened = traces.read(Path(short))
+        result = replay(mutant_adapter(name), shortened, short)
+        assert not result.passed and result.divergence.step == len(shortened.steps)
+        assert len(shortened.steps) <= traces.read(Path(original)).header.steps
+        assert replay(ModelAdapter("reference"), shortened, short).passed
+    junit = ElementTree.parse(tmp_path / "junit.xml").getroot()
+    assert int(junit.get("tests")) == report.traces and int(junit.get("failures")) == report.failed
+    assert json.loads((tmp_path / "report.json").read_text())["failed"] == report.failed
+    assert "K101-2" in (tmp_path / "report.md").read_text()
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    result = subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True, text=True, timeout=300)
+    return result.returncode, result.stdout, result.stderr
+
+
+def test_certify_reference_exits_0_with_the_summary_object(tmp_path):
+    code, out, _ = run_cli("certify", "--adapter", "reference", "--out", str(tmp_path), "--json")
+    summary = json.loads(out)
+    assert code == 0
+    assert summary["adapter"] == "reference" and summary["traces"] == len(SHIPPED) == summary["passed"]
+    assert summary["failed"] == 0 and summary["rules_failed"] == []
+
+
+def test_certify_a_mutant_exits_1(tmp_path):
+    code, out, _ = run_cli("certify", "--adapter", "mutant:vote-grant-twice", "--out", str(tmp_path))
+    assert code == 1
+    assert "VOTE-REQ-3" in out and "first divergence" in out
+
+
+def test_unknown_adapters_are_refused_with_exit_2(tmp_path):
+    code, _, err = run_cli("certify", "--adapter", "telepathy", "--out", str(tmp_path))
+    assert code == 2 and "unknown adapter 'telepathy'" in err
+    code, _, err = run_cli("certify", "--adapter", "mutant:nope", "--out", str(tmp_path))
+    assert code == 2 and "unknown mutant 'nope'" in err
+
+
+def test_a_malformed_trace_fails_alone_and_is_named(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for path in SHIPPED[:3]:
+        (corpus / path.name).write_bytes(path.read_bytes())
+    broken = corpus / "zz-broken.jsonl"
+    broken.write_bytes(SHIPPED[0].read_bytes()[:-30])
+    code, out, _ = run_cli("certify", "--adapter", "reference", "--corpus", str(corpus), "--out", str(tmp_path / "out"), "--json")
+    summary = json.loads(out)
+    assert code == 1 and (summary["passed"], summary["failed"]) == (3, 1)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    failure = next(r["failure"] for r in report["results"] if r["trace"].endswith("zz-broken.jsonl"))
+    assert "invalid trace" in failure and "zz-broken.jsonl:" in failure
+
+
+def test_a_missing_corpus_is_refused(tmp_path):
+    code, _, err = run_cli("certify", "--adapter", "reference", "--corpus", str(tmp_path / "nowhere"), "--out", str(tmp_path))
+    assert code == 2 and "no such corpus directory" in err
+
+
+def test_the_example_subprocess_node_passes_a_sample_of_the_corpus(tmp_path):
+    """The whole corpus is the README's command; every tenth trace keeps this test short."""
+    corpus = tmp_path / "sample"
+    corpus.mkdir()
+    for path in SHIPPED[::10]:
+        (corpus / path.name).write_bytes(path.read_bytes())
+    code, out, _ = run_cli("certify", "--adapter", f"subprocess:{sys.executable} -m adapters.example_node", "--corpus", str(corpus), "--out", str(tmp_path / "out"), "--json")
+    summary = json.loads(out)
+    assert code == 0 and summary["passed"] == len(SHIPPED[::10])
+
+
+def test_mutants_command_lists_every_mutant():
+    code, out, _ = run_cli("mutants", "--json")
+    assert code == 0 and [m["name"] for m in json.loads(out)] == list(MUTANTS)
+
+
+def test_traces_generate_writes_a_corpus_and_show_reads_it(tmp_path):
+    out = tmp_path / "small"
+    assert main(["traces", "generate", "--config", "smoke", "--out", str(out), "--max-states", "3000", "--walks", "1", "--walk-steps", "40"]) == 0
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["searches"][0]["complete"] is True and manifest["searches"][0]["states"] == 1739
+    first = trace_files(out)[0]
+    code, text, _ = run_cli("traces", "show", str(first))
+    assert code == 0 and "step" in text
