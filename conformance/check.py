@@ -11,14 +11,17 @@ import msgspec
 from tabulate import tabulate
 
 from conformance import describe_steps
-from conformance.check_config import CheckConfig
+from conformance.check_config import CheckConfig, IsrCheckConfig
 from conformance.engine import Progress, Result, explore
+from conformance.isr_system import IsrSystem, steps_table
 from conformance.kraft_system import KraftSystem
 from conformance.sharded import explore_sharded
 from model.cluster import Cluster
 
 
-def system_for(config: CheckConfig) -> KraftSystem:
+def system_for(config: CheckConfig | IsrCheckConfig) -> KraftSystem | IsrSystem:
+    if isinstance(config, IsrCheckConfig):
+        return IsrSystem(config.partition(), config.bounds())
     return KraftSystem(
         config.cluster(),
         config.faults(),
@@ -29,7 +32,7 @@ def system_for(config: CheckConfig) -> KraftSystem:
     )
 
 
-def summary(name: str, config: CheckConfig, system: KraftSystem, result: Result, workers: int) -> dict:
+def summary(name: str, config: CheckConfig | IsrCheckConfig, system: KraftSystem | IsrSystem, result: Result, workers: int) -> dict:
     """The run as one JSON-ready object (the keys `--json` promises)."""
     violated = {c.violation.rule: c for c in result.counterexamples}
     return {
@@ -70,8 +73,13 @@ def summary_table(data: dict) -> str:
     return tabulate(rows, tablefmt="simple") + "\n\n" + tabulate(properties, headers=("property", "verdict"), tablefmt="simple")
 
 
-def counterexample_steps(system: KraftSystem, path: list) -> list[dict]:
-    """Each step of a counterexample: the action, what it changed, the rules the node's step cited."""
+def counterexample_steps(system: KraftSystem | IsrSystem, path: list) -> list[dict]:
+    """Each step of a counterexample: the action, what it changed, the rules the node's step cited.
+
+    An ISR counterexample shows, from the initial state (step 0) on, every replica after each step.
+    """
+    if isinstance(system, IsrSystem):
+        return system.steps(path)
     cluster: Cluster = system.cluster
     steps = []
     previous = system.decode(path[0][1])
@@ -117,8 +125,18 @@ def save_counterexample(directory: Path, name: str, data: dict, violation, steps
     return path
 
 
-def run_check(name: str, config: CheckConfig, *, keep_going: bool, as_json: bool, out: Path, max_states: int | None, workers: int) -> int:
+def run_check(
+    name: str, config: CheckConfig | IsrCheckConfig, *, keep_going: bool, as_json: bool, out: Path, max_states: int | None, workers: int
+) -> int:
+    """Explore, print the summary and each counterexample, save the counterexamples; exit 1 on a violation.
+
+    ISR configurations run on the in-process engine (their state spaces are small) and may ask
+    to keep going, so that every property gets its shortest counterexample.
+    """
     system = system_for(config)
+    isr = isinstance(system, IsrSystem)
+    if isr:
+        keep_going, workers = keep_going or config.keep_going, 1
     live = sys.stderr.isatty() and not as_json
 
     def progress(p: Progress) -> None:
@@ -146,7 +164,7 @@ def run_check(name: str, config: CheckConfig, *, keep_going: bool, as_json: bool
     else:
         print(summary_table(data))
         for counterexample, steps, path in saved:
-            print(f"\n{counterexample.violation.rule} violated after {len(steps)} steps: {counterexample.violation.detail}")
-            print(counterexample_table(steps))
+            print(f"\n{counterexample.violation.rule} violated after {len(counterexample.path) - 1} steps: {counterexample.violation.detail}")
+            print(steps_table(steps) if isr else counterexample_table(steps))
             print(f"saved: {path}")
     return 1 if result.counterexamples else 0

@@ -8,6 +8,7 @@ import msgspec
 
 from model.cluster import Bounds
 from model.config import ClusterConfig, ConfigError
+from model.isr.config import IsrBounds, PartitionConfig
 
 CONFIGS_PATH = Path(__file__).parent / "configs.toml"
 
@@ -58,26 +59,83 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         )
 
 
+class IsrCheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An ISR-replicated partition (`system = "isr"`): its replication settings, faults and bounds."""
+
+    system: str = "isr"
+    description: str = ""
+    replicas: int = 2  # numbered 1..N; replica 1 leads epoch 0
+    min_isr: int = 1
+    truncation: str = "epoch"  # "hw" (before KIP-101) or "epoch" (KIP-101)
+    unflushed_loss: bool = False  # one power failure of every replica, losing records not on disk
+    client_values: int = 2
+    max_crashes: int = 2
+    max_elections: int = 1
+    keep_going: bool = False  # explore everything and report every property's shortest counterexample
+
+    def __post_init__(self) -> None:
+        if self.system != "isr":
+            raise ConfigError(f"system must be 'isr' for an ISR configuration, got {self.system!r}")
+        if self.replicas < 1:
+            raise ConfigError(f"replicas must be at least 1, got {self.replicas}")
+        for name in ("client_values", "max_crashes", "max_elections"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}")
+        self.partition()  # validates min_isr and truncation
+
+    def partition(self) -> PartitionConfig:
+        return PartitionConfig(replicas=tuple(range(1, self.replicas + 1)), min_isr=self.min_isr, truncation=self.truncation)
+
+    def bounds(self) -> IsrBounds:
+        return IsrBounds(
+            client_values=self.client_values,
+            max_crashes=self.max_crashes,
+            max_elections=self.max_elections,
+            unflushed_loss=self.unflushed_loss,
+        )
+
+
+SYSTEMS: dict[str, type] = {"kraft": CheckConfig, "isr": IsrCheckConfig}
+
+
 @functools.cache
-def named_configs() -> dict[str, CheckConfig]:
+def named_configs() -> dict[str, CheckConfig | IsrCheckConfig]:
+    """The sections of configs.toml; `system` picks the kind (KRaft when absent)."""
     with CONFIGS_PATH.open("rb") as handle:
         raw = tomllib.load(handle)
-    try:
-        return {name: msgspec.convert(values, CheckConfig) for name, values in raw.items()}
-    except msgspec.ValidationError as error:
-        raise ConfigError(f"{CONFIGS_PATH}: {error}") from None
+    configs = {}
+    for name, values in raw.items():
+        system = values.get("system", "kraft")
+        if system not in SYSTEMS:
+            raise ConfigError(f"{CONFIGS_PATH} [{name}]: unknown system {system!r}; known: {', '.join(SYSTEMS)}")
+        fields = values if system == "isr" else {k: v for k, v in values.items() if k != "system"}
+        try:
+            configs[name] = msgspec.convert(fields, SYSTEMS[system])
+        except msgspec.ValidationError as error:
+            raise ConfigError(f"{CONFIGS_PATH} [{name}]: {error}") from None
+    return configs
 
 
-def resolve(name: str | None, overrides: dict[str, object]) -> CheckConfig:
-    """A named configuration (or the defaults) with the given keys replaced."""
-    base = CheckConfig()
+def resolve(name: str | None, overrides: dict[str, object]) -> CheckConfig | IsrCheckConfig:
+    """A named configuration (or the defaults) with the given keys replaced.
+
+    Without a name, ISR-only keys (replicas, min_isr, truncation, unflushed_loss) select the ISR
+    system's defaults; keys of the other system are refused.
+    """
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    isr_only = set(IsrCheckConfig.__struct_fields__) - set(CheckConfig.__struct_fields__)
+    base = IsrCheckConfig() if isr_only & changes.keys() else CheckConfig()
     if name is not None:
         configs = named_configs()
         if name not in configs:
             raise ConfigError(f"unknown configuration {name!r}; named configurations: {', '.join(configs)}")
         base = configs[name]
-    changes = {k: v for k, v in overrides.items() if v is not None}
+    foreign = sorted(changes.keys() - set(type(base).__struct_fields__))
+    if foreign:
+        system = "an ISR" if isinstance(base, IsrCheckConfig) else "a KRaft"
+        raise ConfigError(f"{', '.join(foreign)} cannot be set for {system} configuration")
     if changes:
         base = msgspec.structs.replace(base, description=base.description and f"{base.description} (overridden: {', '.join(sorted(changes))})", **changes)
-    base.cluster()  # validates profile and members
+    if isinstance(base, CheckConfig):
+        base.cluster()  # validates profile and members
     return base

@@ -97,6 +97,10 @@ def main_check(args) -> int:
         "resign": args.resign,
         "retries": args.retries,
         "symmetry": args.symmetry,
+        "replicas": args.replicas,
+        "min_isr": args.min_isr,
+        "truncation": args.truncation,
+        "unflushed_loss": args.unflushed_loss,
     }
     name = args.config or ("custom" if any(v is not None for v in overrides.values()) else "smoke")
     config = resolve(args.config if args.config else (None if name == "custom" else "smoke"), overrides)
@@ -109,11 +113,14 @@ def main_check(args) -> int:
 def main_traces_generate(args) -> int:
     from pathlib import Path
 
-    from conformance.check_config import resolve
+    from conformance.check_config import CheckConfig, resolve
     from conformance.corpus import GenerateOptions, generate, write_corpus
 
     names = args.config or list(CORPUS_CONFIGS)
     configs = [(name, resolve(name, {})) for name in names]
+    not_kraft = [name for name, config in configs if not isinstance(config, CheckConfig)]
+    if not_kraft:
+        raise ConfigError(f"traces are generated from KRaft configurations; {', '.join(not_kraft)} is not one")
     options = GenerateOptions(max_states=args.max_states, walks=args.walks, walk_steps=args.walk_steps, seed=args.seed)
     corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr))
     write_corpus(Path(args.out), corpus, manifest)
@@ -233,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--resign", action=argparse.BooleanOptionalAction, default=None, help="allow leaders to resign")
     check.add_argument("--retries", action=argparse.BooleanOptionalAction, default=None, help="allow request timeouts to re-send")
     check.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="symmetry reduction over node ids (default on)")
+    check.add_argument("--replicas", type=int, help="ISR system: replicas of the partition")
+    check.add_argument("--min-isr", type=int, help="ISR system: min.isr, fewest ISR members for an acks=all append")
+    check.add_argument("--truncation", help="ISR system: hw (to the high watermark, before KIP-101) or epoch (KIP-101)")
+    check.add_argument("--unflushed-loss", action=argparse.BooleanOptionalAction, default=None, help="ISR system: a power failure of every replica loses records not yet on disk")
     check.add_argument("--workers", type=int, help="worker processes (default: one per core); counts are identical for any number; ISR configurations run in-process")
     check.add_argument("--keep-going", action="store_true", help="collect a counterexample for every violated property")
     check.add_argument("--max-states", type=int, help="stop after this many distinct states")

@@ -1,8 +1,9 @@
 """Rule coverage measured, not declared: which rule IDs each test's model calls actually cited.
 
 A pytest plugin wraps the model's citing entry points (node steps, the admin client's
-decision, the safety properties) for the length of each test and records the rule IDs they
-return. `kraftcheck rules --coverage` runs the rule tests with it and prints the result.
+decision, the safety properties; the ISR model's replica steps, partition actions and safety
+properties) for the length of each test and records the rule IDs they return.
+`kraftcheck rules --coverage` runs the rule tests with it and prints the result.
 """
 
 import json
@@ -12,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from model import describe, node, properties
+from model.isr import cluster as isr_cluster
+from model.isr import properties as isr_properties
+from model.isr import replica as isr_replica
 
 
 class RuleRecorder:
@@ -28,28 +32,20 @@ class RuleRecorder:
 
     def install(self) -> None:
         """Wrap the citing functions; modules call them through their module, so all calls are seen."""
-        original_step = node.step
-        original_admin = describe.admin_next_step
-        original_violations = properties.violations
+        for owner, name in ((node, "step"), (describe, "admin_next_step"), (isr_replica, "step"), (isr_cluster.Partition, "apply")):
+            self._wrap(owner, name, lambda result: result.rules)
+        for owner in (properties, isr_properties):
+            self._wrap(owner, "violations", lambda found: (v.rule for v in found))
 
-        def step(*args, **kwargs):
-            transition = original_step(*args, **kwargs)
-            self._note(transition.rules)
-            return transition
+    def _wrap(self, owner, name: str, rules_of) -> None:
+        original = getattr(owner, name)
 
-        def admin_next_step(*args, **kwargs):
-            decision = original_admin(*args, **kwargs)
-            self._note(decision.rules)
-            return decision
+        def wrapper(*args, **kwargs):
+            result = original(*args, **kwargs)
+            self._note(rules_of(result))
+            return result
 
-        def violations(*args, **kwargs):
-            found = original_violations(*args, **kwargs)
-            self._note(v.rule for v in found)
-            return found
-
-        node.step = step
-        describe.admin_next_step = admin_next_step
-        properties.violations = violations
+        setattr(owner, name, wrapper)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):

@@ -6,7 +6,7 @@ import pytest
 
 from spec.rules import CatalogueError, Rule, load_rules, rule
 
-RULE_COUNT = 93
+RULE_COUNT = 114
 SEEDS_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "seeds"
 
 VALID_RULE = """\
@@ -38,7 +38,7 @@ def test_shipped_catalogue_loads_with_every_fixed_id() -> None:
     assert len(rules) == RULE_COUNT
     assert len({r.id for r in rules}) == RULE_COUNT
     assert rules[0].id == "COMMON-1"
-    assert rules[-1].id == "SAFE-9"
+    assert rules[-1].id == "ISR-SAFE-3"
     assert load_rules() is rules
 
 
