@@ -7,6 +7,7 @@ and power failures through the partition's actions; the ISR-SAFE-* properties on
 import msgspec
 import pytest
 
+from conftest import log
 from model.cluster import Append, CrashNode, Deliver, RestartNode
 from model.events import AppendResult, ClientAppend, Crash, Request, Response, Send
 from model.isr import controller, properties, replica
@@ -33,11 +34,6 @@ OFFSET_OUT_OF_RANGE = 1
 
 def config(node: int = 1, replicas=(1, 2, 3), min_isr: int = 1, truncation: str = "epoch"):
     return PartitionConfig(replicas=replicas, min_isr=min_isr, truncation=truncation).replica(node)
-
-
-def log(*epochs: int) -> tuple[Record, ...]:
-    """One record per epoch given, with values 1, 2, ..."""
-    return tuple(Record(Offset=i, Epoch=e, Value=i + 1) for i, e in enumerate(epochs))
 
 
 def leader(epoch: int, records=(), isr=(1, 2, 3), hw: int = 0, ends=((2, -1), (3, -1))) -> ReplicaState:
