@@ -2,7 +2,8 @@
 
 `python -m adapters.example_node` reads commands on stdin and writes one reply per command on
 stdout, one JSON object per line, as spec/subprocess-protocol.md says; kraftcheck drives it as
-`subprocess:python -m adapters.example_node`. It uses the protocol and, of kraftcheck, only the
+`subprocess:python -m adapters.example_node`. It is a KRaft node or an ISR replica, whichever
+`start` names (a `cluster` or a `partition`). It uses the protocol and, of kraftcheck, only the
 model, so it is also a template: a node in another language keeps this loop and puts its own
 node where `step` is.
 """
@@ -12,14 +13,29 @@ import typing
 
 import msgspec
 
-from model.config import ClusterConfig, ConfigError, NodeConfig
-from model.events import AppendResult, Event, Send, Shutdown
+from model import node as kraft
+from model.config import ClusterConfig, ConfigError
+from model.events import AppendResult, ClientAppend, Crash, Event, Request, Response, Send, Shutdown
+from model.isr import replica
+from model.isr.config import PartitionConfig
+from model.isr.events import AlterIsr, IsrEvent
+from model.isr.state import ReplicaState
+from model.isr.state import Role as IsrRole
 from model.messages import REQUEST_TYPES, Record
-from model.node import initial_state, step
 from model.state import NodeState, Role
 
-INPUTS: dict[str, type] = {event.__struct_config__.tag: event for event in typing.get_args(Event)}
-"""The input commands by name ("request", "timer", ...): each is the model event of that tag."""
+
+def by_tag(events: typing.Iterable[type]) -> dict[str, type]:
+    return {event.__struct_config__.tag: event for event in events}
+
+
+INPUTS: dict[str, dict[str, type]] = {
+    "kraft": by_tag(typing.get_args(Event)),
+    "isr": by_tag((Request, Response, ClientAppend, Crash, *typing.get_args(IsrEvent))),
+}
+"""Each system's input commands by name ("request", "timer", "fetch_next", ...): each is the model event of that tag."""
+
+STEPS = {"kraft": kraft.step, "isr": replica.step}
 
 
 class CommandError(Exception):
@@ -27,24 +43,40 @@ class CommandError(Exception):
 
 
 class Persisted(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A KRaft node's persisted state: the quorum-state file and the log."""
+
     epoch: int = 0
     leader_id: int = -1
     voted_id: int = -1
     log: tuple[Record, ...] = ()
 
 
-class Start(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class Checkpoint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An ISR replica's persisted state: the log and the high-watermark checkpoint."""
+
+    log: tuple[Record, ...] = ()
+    high_watermark: int = 0
+
+
+class KraftStart(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     cluster: ClusterConfig
     node: int
     initial: Persisted
 
 
+class IsrStart(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    partition: PartitionConfig
+    node: int
+    initial: Checkpoint
+
+
 class Node:
-    """The node's state, and the requests it has sent since the last drain."""
+    """The node's system, configuration and state, and the requests it has sent since the last drain."""
 
     def __init__(self) -> None:
-        self.config: NodeConfig | None = None
-        self.state: NodeState | None = None
+        self.system: str | None = None  # "kraft" or "isr", from start
+        self.config = None  # a model.config.NodeConfig or a model.isr.config.ReplicaConfig
+        self.state: NodeState | ReplicaState | None = None
         self.sent: list[Send] = []
         self.stopped = False
 
@@ -55,14 +87,18 @@ class Node:
             raise CommandError('a command is a JSON object with a string "command"')
         command = fields.pop("command")
         if command == "start":
-            return self.start(msgspec.convert(fields, Start))
+            if self.state is not None:
+                raise CommandError("already started: one node per process")
+            if "partition" in fields:
+                return self.start_isr(msgspec.convert(fields, IsrStart))
+            return self.start_kraft(msgspec.convert(fields, KraftStart))
         if command == "stop":
             self.stopped = True
             return {"ok": True}
         if self.state is None:
             raise CommandError(f"{command!r} before start")
-        if command in INPUTS:
-            return self.deliver(msgspec.convert(fields, INPUTS[command]))
+        if command in INPUTS[self.system]:
+            return self.deliver(msgspec.convert(fields, INPUTS[self.system][command]))
         if command == "drain":
             sends, self.sent = self.sent, []
             return {"ok": True, "sends": [{"destination": s.destination, "message": s.message} for s in sends]}
@@ -70,23 +106,35 @@ class Node:
             return {"ok": True, "state": self.observed()}
         raise CommandError(f"unknown command {command!r}")
 
-    def start(self, command: Start) -> dict:
+    def start_kraft(self, command: KraftStart) -> dict:
         """A fresh node for an empty persisted state; otherwise a down one, holding it until "restart"."""
-        if self.state is not None:
-            raise CommandError("already started: one node per process")
-        self.config = command.cluster.node(command.node)
+        self.system, self.config = "kraft", command.cluster.node(command.node)
         initial = command.initial
         if initial == Persisted():
-            self.state = initial_state(self.config)
+            self.state = kraft.initial_state(self.config)
         else:
             self.state = NodeState(role=Role.DOWN, epoch=initial.epoch, leader_id=initial.leader_id, voted_id=initial.voted_id, log=initial.log)
         return {"ok": True}
 
-    def deliver(self, event: Event) -> dict:
+    def start_isr(self, command: IsrStart) -> dict:
+        """A replica of a new partition for an empty persisted state; otherwise a down one, holding it until "startup"."""
+        if command.node not in command.partition.replicas:
+            raise CommandError(f"node {command.node} is not a replica of the partition {list(command.partition.replicas)}")
+        self.system, self.config = "isr", command.partition.replica(command.node)
+        initial = command.initial
+        if initial == Checkpoint():
+            self.state = replica.initial_state(self.config)
+        else:
+            self.state = ReplicaState(role=IsrRole.DOWN, log=initial.log, high_watermark=initial.high_watermark)
+        return {"ok": True}
+
+    def deliver(self, event: Event | IsrEvent) -> dict:
         """Step the node; its requests wait for "drain", timers and commit notices are not reported."""
-        transition = step(self.config, self.state, event)
+        transition = STEPS[self.system](self.config, self.state, event)
         self.state = transition.state
         reply = {"ok": True, "response": None, "append_result": None, "shutdown": False}
+        if self.system == "isr":
+            reply["alter_isr"] = None  # only an ISR reply has this field
         for output in transition.outputs:
             if isinstance(output, Send):
                 if isinstance(output.message, REQUEST_TYPES):
@@ -97,18 +145,32 @@ class Node:
                 reply["append_result"] = {"ErrorCode": output.ErrorCode, "Offset": output.Offset}
             elif isinstance(output, Shutdown):
                 reply["shutdown"] = True
+            elif isinstance(output, AlterIsr):
+                reply["alter_isr"] = {"LeaderEpoch": output.LeaderEpoch, "Isr": output.Isr}
         return reply
 
     def observed(self) -> dict:
         state = self.state
+        log = [[record.Offset, record.Epoch] for record in state.log]
+        if self.system == "isr":
+            return {
+                "role": state.role.name.lower(),
+                "epoch": state.epoch,
+                "leader_id": state.leader,
+                "voted_id": -1,
+                "log_end_offset": len(log),
+                "high_watermark": state.high_watermark,
+                "log": log,
+                "isr": state.isr,
+            }
         return {
             "role": state.role_name,
             "epoch": state.epoch,
             "leader_id": state.leader_id,
             "voted_id": state.voted_id,
-            "log_end_offset": len(state.log),
+            "log_end_offset": len(log),
             "high_watermark": state.high_watermark,
-            "log": [[record.Offset, record.Epoch] for record in state.log],
+            "log": log,
         }
 
 

@@ -1,66 +1,34 @@
 """Adapters backed by the model itself: the reference, and the mutants (one seeded bug each)."""
 
-from collections.abc import Callable
-
-from conformance.trace import Header, Observed, Outputs, Persisted
-from model import node as nodes
-from model.config import NodeConfig
-from model.events import AppendResult, Event, Request, Send, Shutdown
-from model.messages import REQUEST_TYPES
-from model.state import NodeState, Role
-from model.transitions import Transition
-
-StepFunction = Callable[[NodeConfig, NodeState, Event], Transition]
-
-
-def start_state(config: NodeConfig, initial: Persisted) -> NodeState:
-    """A fresh node for an empty persisted state, otherwise a shut-down one holding it."""
-    if initial.empty:
-        return nodes.initial_state(config)
-    return NodeState(role=Role.DOWN, epoch=initial.epoch, leader_id=initial.leader_id, voted_id=initial.voted_id, log=initial.log)
-
-
-def outputs_of(event: Event, transition: Transition) -> Outputs:
-    """A model step's outputs in the adapter contract's terms."""
-    response = None
-    sends = []
-    append_result = None
-    shutdown = False
-    for output in transition.outputs:
-        kind = type(output)
-        if kind is Send:
-            if type(output.message) in REQUEST_TYPES:
-                sends.append(output)
-            elif type(event) is Request and output.destination == event.source:
-                response = output.message
-        elif kind is AppendResult:
-            append_result = output
-        elif kind is Shutdown:
-            shutdown = True
-    return Outputs(response=response, sends=tuple(sends), append_result=append_result, shutdown=shutdown)
+from adapters.node_models import NodeModel, StepFunction, model_of, outputs_of
+from conformance.trace import Header, Input, Observed, Outputs
 
 
 class ModelAdapter:
-    """One node of the model, stepped in-process by a step function."""
+    """One node of the model, stepped in-process: the reference step of the trace's system,
+    unless `steps` replaces it (by system name, e.g. {"isr": a_mutant_step})."""
 
-    def __init__(self, name: str, step_function: StepFunction = nodes.step) -> None:
+    def __init__(self, name: str, steps: dict[str, StepFunction] | None = None) -> None:
         self.name = name
-        self.step_function = step_function
-        self.config: NodeConfig | None = None
-        self.state: NodeState | None = None
-        self.last: Transition | None = None
+        self.steps = steps or {}
+        self.model: NodeModel | None = None
+        self.step_function: StepFunction | None = None
+        self.config = None
+        self.state = None
 
     def start(self, header: Header) -> None:
-        self.config = header.cluster.config().node(header.node)
-        self.state = start_state(self.config, header.initial)
+        self.model = model_of(header)
+        self.step_function = self.steps.get(self.model.system, self.model.step)
+        self.config = self.model.config(header.setting, header.node)
+        self.state = self.model.start(self.config, header.initial)
 
-    def step(self, event: Event) -> Outputs:
-        self.last = self.step_function(self.config, self.state, event)
-        self.state = self.last.state
-        return outputs_of(event, self.last)
+    def step(self, event: Input) -> Outputs:
+        transition = self.step_function(self.config, self.state, event)
+        self.state = transition.state
+        return outputs_of(event, transition)
 
     def observe(self) -> Observed:
-        return Observed.of(self.state)
+        return self.model.observe(self.state)
 
     def close(self) -> None:
         self.state = None

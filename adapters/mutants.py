@@ -1,7 +1,8 @@
 """The `mutant:NAME` adapters: the model with one seeded bug each.
 
 A conformance suite is only as good as the bugs it catches. Each mutant wraps the reference
-step (model.node.step) and breaks one rule of spec/rules.toml, cited in its description: it
+step of its system (model.node.step for KRaft nodes, model.isr.replica.step for ISR replicas)
+and breaks one rule of spec/rules.toml, cited in its description: it
 switches on a faulty model option, or changes the step's input before the reference handles
 it, or the step's result after. Every mutant changes something replay compares (a response,
 the requests sent, the observable state) in some reachable situation, so a trace suite that
@@ -13,11 +14,17 @@ from typing import NamedTuple
 
 import msgspec
 
-from adapters.model_adapter import ModelAdapter, StepFunction
+from adapters.model_adapter import ModelAdapter
+from adapters.node_models import StepFunction
 from model import log as logs
 from model import node as nodes
 from model.config import NodeConfig
-from model.events import Event, Request, Response, Restart, Send
+from model.events import ClientAppend, Event, Request, Response, Restart, Send
+from model.isr import replica
+from model.isr.config import ReplicaConfig
+from model.isr.events import AlterIsr
+from model.isr.state import ReplicaState
+from model.isr.state import Role as IsrRole
 from model.messages import (
     RESPONSE_FOR,
     BeginQuorumEpochRequest,
@@ -27,6 +34,7 @@ from model.messages import (
     FetchResponse,
     Message,
     OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
     VoteRequest,
     VoteResponse,
 )
@@ -44,7 +52,8 @@ After = Callable[[NodeConfig, NodeState, Event, Transition], Transition]
 class Mutant(NamedTuple):
     name: str  # kebab-case, the NAME of `mutant:NAME`
     description: str  # the bug, and the rule it breaks
-    step: StepFunction  # same signature as model.node.step
+    step: StepFunction  # same signature as the reference step of its system
+    system: str = "kraft"  # the traces it changes: "kraft" (model.node.step) or "isr" (model.isr.replica.step)
 
 
 def input_kind(event: Event) -> type:
@@ -52,22 +61,22 @@ def input_kind(event: Event) -> type:
     return type(event.message) if isinstance(event, Request | Response) else type(event)
 
 
-def before(kind: type, adjust: Before) -> StepFunction:
+def before(kind: type, adjust: Before, reference: StepFunction = nodes.step) -> StepFunction:
     """The reference, handling inputs of one kind as if config, state or event were adjusted."""
 
     def mutant_step(config: NodeConfig, state: NodeState, event: Event) -> Transition:
         if input_kind(event) is kind:
             config, state, event = adjust(config, state, event)
-        return nodes.step(config, state, event)
+        return reference(config, state, event)
 
     return mutant_step
 
 
-def after(kind: type, adjust: After) -> StepFunction:
+def after(kind: type, adjust: After, reference: StepFunction = nodes.step) -> StepFunction:
     """The reference, with its transition on inputs of one kind adjusted."""
 
     def mutant_step(config: NodeConfig, state: NodeState, event: Event) -> Transition:
-        transition = nodes.step(config, state, event)
+        transition = reference(config, state, event)
         return adjust(config, state, event, transition) if input_kind(event) is kind else transition
 
     return mutant_step
@@ -185,6 +194,48 @@ def resume_leadership(config: NodeConfig, state: NodeState, event: Event, transi
     return Transition(leader, outputs, transition.rules)
 
 
+# ISR replicas (KIP-101) ---------------------------------------------------------------------
+
+
+def isr_configured(**changes: object) -> StepFunction:
+    """The ISR reference with its replica configuration changed (min.isr, truncation mode)."""
+
+    def mutant_step(config: ReplicaConfig, state: ReplicaState, event: Event) -> Transition:
+        return replica.step(replace(config, **changes), state, event)
+
+    return mutant_step
+
+
+def unchecked_epoch(config: ReplicaConfig, state: ReplicaState, event: Event) -> Input:
+    """CurrentLeaderEpoch -1 is the request that asks for no epoch check (K101-4)."""
+    return config, state, with_message(event, CurrentLeaderEpoch=-1)
+
+
+def min_isr_one(config: ReplicaConfig, state: ReplicaState, event: Event) -> Input:
+    return replace(config, min_isr=1), state, event
+
+
+def exact_epoch_only(config: ReplicaConfig, state: ReplicaState, event: Event, transition: Transition) -> Transition:
+    """An answer for a smaller epoch than the one asked becomes UNDEFINED_EPOCH_OFFSET."""
+
+    def exact(output: object) -> object:
+        message = getattr(output, "message", None)
+        if type(message) is OffsetsForLeaderEpochResponse and message.ErrorCode == errors.NONE and message.LeaderEpoch != event.message.LeaderEpoch:
+            return replace(output, message=replace(message, LeaderEpoch=logs.NO_EPOCH.Epoch, EndOffset=logs.NO_EPOCH.EndOffset))
+        return output
+
+    return transition._replace(outputs=tuple(exact(output) for output in transition.outputs))
+
+
+def expand_any_fetcher(config: ReplicaConfig, state: ReplicaState, event: Event, transition: Transition) -> Transition:
+    """A leader serving a Fetch takes the fetcher into the ISR whether or not it reached the high watermark."""
+    served = transition.state
+    if served.role != IsrRole.LEADER or event.source in served.isr or "ISR-FETCH-2" not in transition.rules:
+        return transition
+    isr = tuple(sorted(served.isr + (event.source,)))
+    return Transition(replace(served, isr=isr), (AlterIsr(LeaderEpoch=served.epoch, Isr=isr), *transition.outputs), transition.rules)
+
+
 def _catalogue(*mutants: Mutant) -> dict[str, Mutant]:
     """By name, in the order given."""
     return {mutant.name: mutant for mutant in mutants}
@@ -294,6 +345,37 @@ MUTANTS: dict[str, Mutant] = _catalogue(
         "a voter whose quorum-state file names itself as leader leads that epoch again after a restart instead of coming back resigned (QSTATE-4)",
         after(Restart, resume_leadership),
     ),
+    # ISR replicas: OffsetsForLeaderEpoch, truncation, the ISR, min.isr
+    Mutant(
+        "isr-truncate-to-hw",
+        "an ISR follower that restarts or gets a new leader truncates its log to its high watermark, as before KIP-101, instead of asking the leader with OffsetsForLeaderEpoch (ISR-TRUNC-2)",
+        isr_configured(truncation="hw"),
+        system="isr",
+    ),
+    Mutant(
+        "isr-offsets-unfenced",
+        "an ISR leader answers OffsetsForLeaderEpoch of another leader epoch instead of FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH (K101-4)",
+        before(OffsetsForLeaderEpochRequest, unchecked_epoch, replica.step),
+        system="isr",
+    ),
+    Mutant(
+        "isr-offsets-exact-epoch",
+        "an ISR leader whose epoch cache lacks the asked epoch answers UNDEFINED_EPOCH_OFFSET instead of the end of the largest epoch below it (K101-2)",
+        after(OffsetsForLeaderEpochRequest, exact_epoch_only, replica.step),
+        system="isr",
+    ),
+    Mutant(
+        "isr-expand-lagging",
+        "an ISR leader takes a follower back into the ISR as soon as it fetches, before it has caught up to the high watermark (ISR-EXPAND-1)",
+        after(FetchRequest, expand_any_fetcher, replica.step),
+        system="isr",
+    ),
+    Mutant(
+        "isr-ignore-min-isr",
+        "an ISR leader appends an acks=all record while the ISR has fewer than min.isr members instead of answering NOT_ENOUGH_REPLICAS (ISR-PRODUCE-1)",
+        before(ClientAppend, min_isr_one, replica.step),
+        system="isr",
+    ),
 )
 
 
@@ -301,4 +383,5 @@ def mutant_adapter(name: str) -> ModelAdapter:
     """The adapter `mutant:NAME`: one node of the model with that mutant's bug."""
     if name not in MUTANTS:
         raise ValueError(f"unknown mutant {name!r}; known mutants: {', '.join(MUTANTS)}")
-    return ModelAdapter(f"mutant:{name}", MUTANTS[name].step)
+    mutant = MUTANTS[name]
+    return ModelAdapter(f"mutant:{name}", {mutant.system: mutant.step})

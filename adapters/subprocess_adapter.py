@@ -3,10 +3,12 @@
 spec/subprocess-protocol.md is the protocol. One process per trace keeps traces independent.
 Replies are decoded into typed Structs, and messages are checked to carry exactly their
 schema's fields, so an implementation that omits or misspells a field is told so instead of
-being compared against a default. Every read and write is bounded by the step timeout with
-poll() on the pipes, so a hung or deaf process cannot hang kraftcheck; stderr goes to a
-temporary file (a pipe nobody reads could fill up and block the process), whose tail is
-quoted in errors.
+being compared against a default. The trace's system decides the session's schemas: an ISR
+replica's replies carry `alter_isr` and its observed state `isr`, a KRaft node's carry
+neither, so KRaft implementations written before ISR keep working unchanged. Every read and
+write is bounded by the step timeout with poll() on the pipes, so a hung or deaf process
+cannot hang kraftcheck; stderr goes to a temporary file (a pipe nobody reads could fill up and
+block the process), whose tail is quoted in errors.
 """
 
 import os
@@ -21,8 +23,9 @@ import typing
 import msgspec
 
 from adapters.contract import AdapterError
-from conformance.trace import Header, Observed, Outputs
-from model.events import AppendResult, Event, Send
+from conformance.trace import Header, Input, Observed, Outputs
+from model.events import AppendResult, Send
+from model.isr.events import AlterIsr
 from model.messages import Message
 
 STOP_GRACE_SECONDS = 1.0  # how long close() lets the process exit after "stop" before killing it
@@ -44,6 +47,12 @@ class _InputReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     response: Message | None
     append_result: AppendResult | None
     shutdown: bool
+
+
+class _IsrInputReply(_InputReply, kw_only=True, forbid_unknown_fields=True):
+    """An ISR replica's reply to an input command: `alter_isr` is required, so a replica that forgets it is told so."""
+
+    alter_isr: AlterIsr | None
 
 
 class _DrainReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -89,6 +98,16 @@ def _check_complete(path: str, raw: object, message: object) -> None:
             raise _Invalid(found)
 
 
+def _start_fields(header: Header) -> dict:
+    """The start command's fields, every one the protocol lists (the trace header leaves defaults
+    out): a KRaft node's quorum-state file and log, or an ISR replica's log and high-watermark checkpoint."""
+    initial = header.initial
+    if header.system == "kraft":
+        persisted = {"epoch": initial.epoch, "leader_id": initial.leader_id, "voted_id": initial.voted_id, "log": initial.log}
+        return {"cluster": header.cluster, "node": header.node, "initial": persisted}
+    return {"partition": header.partition, "node": header.node, "initial": {"log": initial.log, "high_watermark": initial.high_watermark}}
+
+
 def _command_line(command: str, fields: dict) -> bytes:
     return msgspec.json.encode({"command": command, **fields}) + b"\n"
 
@@ -117,6 +136,7 @@ class SubprocessAdapter:
         self.process: subprocess.Popen | None = None
         self._stderr: typing.IO[bytes] | None = None
         self._buffer = bytearray()
+        self._isr = False  # whether the node under test is an ISR replica (else a KRaft node)
 
     def start(self, header: Header) -> None:
         """A new process for every trace, so that traces stay independent."""
@@ -138,15 +158,16 @@ class SubprocessAdapter:
             raise AdapterError(f"cannot start {self.command!r}: {error.strerror or error}: {argv[0]}") from None
         os.set_blocking(self.process.stdin.fileno(), False)
         self._buffer.clear()
-        line = _command_line("start", {"cluster": header.cluster, "node": header.node, "initial": header.initial})
-        self._call("start", line, _Reply)
+        self._isr = header.system == "isr"
+        self._call("start", _command_line("start", _start_fields(header)), _Reply)
 
-    def step(self, event: Event) -> Outputs:
+    def step(self, event: Input) -> Outputs:
         fields = msgspec.to_builtins(event)
         command = fields.pop("type")  # an input command is the event: its tag, its fields
-        answer = self._call(command, _command_line(command, fields), _InputReply)
+        answer = self._call(command, _command_line(command, fields), _IsrInputReply if self._isr else _InputReply)
         drained = self._call("drain", b'{"command":"drain"}\n', _DrainReply)
-        return Outputs(response=answer.response, sends=drained.sends, append_result=answer.append_result, shutdown=answer.shutdown)
+        alter_isr = answer.alter_isr if self._isr else None
+        return Outputs(response=answer.response, sends=drained.sends, append_result=answer.append_result, shutdown=answer.shutdown, alter_isr=alter_isr)
 
     def observe(self) -> Observed | None:
         return self._call("observe", b'{"command":"observe"}\n', _ObserveReply).state
@@ -195,12 +216,21 @@ class SubprocessAdapter:
             reply = msgspec.convert(raw, reply_type)
         except msgspec.ValidationError as error:
             raise _Invalid(str(error)) from None
-        if reply_type is _InputReply:
+        if isinstance(reply, _InputReply):
             _check_complete("$.response", raw["response"], reply.response)
         elif reply_type is _DrainReply:
             for index, send in enumerate(reply.sends):
                 _check_complete(f"$.sends[{index}].message", raw["sends"][index]["message"], send.message)
+        elif reply_type is _ObserveReply and reply.state is not None:
+            self._check_isr_field(raw["state"], reply.state)
         return reply
+
+    def _check_isr_field(self, raw: dict, state: Observed) -> None:
+        """An ISR replica's state must carry its ISR and a KRaft node's must not (Observed has a default for KRaft)."""
+        if self._isr and state.isr is None:
+            raise _Invalid("$.state lacks isr (an array of replica ids, [] for a follower)")
+        if not self._isr and "isr" in raw:
+            raise _Invalid("$.state has unknown fields isr")
 
     def _write(self, command: str, line: bytes, deadline: float) -> None:
         """Write without blocking: a process that stops reading stdin times out instead of hanging us."""

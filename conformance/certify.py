@@ -15,8 +15,8 @@ from tabulate import tabulate
 
 from adapters.contract import Adapter
 from conformance import trace as traces
-from conformance.corpus import build_trace, input_kind
-from conformance.replay import TraceResult, replay, replay_file, trace_files
+from conformance.cells import build_trace, input_kind
+from conformance.replay import TraceResult, of_systems, replay, replay_file, trace_files
 from conformance.trace import Trace
 from spec.rules import load_rules
 
@@ -85,7 +85,7 @@ def shorten(make_adapter: Callable[[], Adapter], original: Trace, divergent_step
     budget = SHORTEN_BUDGET
 
     def fails_at_end(candidate: list) -> bool:
-        built = build_trace(header.name, header.cluster, header.node, candidate, header.origin)
+        built = build_trace(header.name, header.setting, header.node, candidate, header.origin)
         if not answers_own_requests(built):
             return False
         result = replay(make_adapter(), built, header.name)
@@ -99,7 +99,7 @@ def shorten(make_adapter: Callable[[], Adapter], original: Trace, divergent_step
             inputs = candidate
         index -= 1
     name = f"{header.name}-shortened"
-    return build_trace(name, header.cluster, header.node, inputs, f"shortened from {header.name}: the adapter departs at the last step")
+    return build_trace(name, header.setting, header.node, inputs, f"shortened from {header.name}: the adapter departs at the last step")
 
 
 def answers_own_requests(built: Trace) -> bool:
@@ -117,10 +117,14 @@ def certify(
     corpus: Path,
     out: Path,
     progress: Callable[[int, int, int], None] | None = None,
+    systems: tuple[str, ...] | None = None,
 ) -> Certification:
-    """Replay every trace of the corpus, shorten each divergence, write the reports."""
+    """Replay every trace of the corpus (of the given systems only, if any), shorten each
+    divergence, write the reports."""
     start = time.perf_counter()
-    files = trace_files(corpus)
+    files = of_systems(trace_files(corpus), systems)
+    if not files:
+        raise traces.TraceError(f"{corpus}: no traces of the system(s) {', '.join(systems or ())}")
     results = []
     failed = 0
     for number, path in enumerate(files, start=1):

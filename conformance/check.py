@@ -11,6 +11,7 @@ import msgspec
 from tabulate import tabulate
 
 from conformance import describe_steps
+from conformance import trace as traces
 from conformance.check_config import CheckConfig, IsrCheckConfig
 from conformance.engine import Progress, Result, explore
 from conformance.isr_system import IsrSystem, steps_table
@@ -125,6 +126,17 @@ def save_counterexample(directory: Path, name: str, data: dict, violation, steps
     return path
 
 
+def save_replica_traces(directory: Path, name: str, violation, system: IsrSystem, path: list) -> list[Path]:
+    """An ISR counterexample as one conformance trace per replica, under counterexample-NAME-PROPERTY/."""
+    folder = directory / f"counterexample-{name}-{violation.rule}"
+    saved = []
+    for built in system.replica_traces(path, folder.name).values():
+        target = folder / f"{built.header.name}.jsonl"
+        traces.write(target, built)
+        saved.append(target)
+    return saved
+
+
 def run_check(
     name: str, config: CheckConfig | IsrCheckConfig, *, keep_going: bool, as_json: bool, out: Path, max_states: int | None, workers: int
 ) -> int:
@@ -157,14 +169,20 @@ def run_check(
     saved = []
     for counterexample in result.counterexamples:
         steps = counterexample_steps(system, counterexample.path)
-        saved.append((counterexample, steps, save_counterexample(out, name, data, counterexample.violation, steps)))
+        path = save_counterexample(out, name, data, counterexample.violation, steps)
+        replica_traces = save_replica_traces(out, name, counterexample.violation, system, counterexample.path) if isr else []
+        saved.append((counterexample, steps, path, replica_traces))
     if as_json:
-        data["counterexample_files"] = [str(path) for _, _, path in saved]
+        data["counterexample_files"] = [str(path) for _, _, path, _ in saved]
+        if isr:
+            data["counterexample_traces"] = [str(trace) for _, _, _, replica_traces in saved for trace in replica_traces]
         print(json.dumps(data))
     else:
         print(summary_table(data))
-        for counterexample, steps, path in saved:
+        for counterexample, steps, path, replica_traces in saved:
             print(f"\n{counterexample.violation.rule} violated after {len(counterexample.path) - 1} steps: {counterexample.violation.detail}")
             print(steps_table(steps) if isr else counterexample_table(steps))
             print(f"saved: {path}")
+            if replica_traces:
+                print(f"as conformance traces, one per replica: {replica_traces[0].parent}/ ({len(replica_traces)} files)")
     return 1 if result.counterexamples else 0

@@ -11,7 +11,7 @@ from tabulate import tabulate
 from adapters.registry import UnknownAdapter
 from conformance.trace import TraceError
 
-CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge")  # what the shipped corpus is generated from
+CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-isr")  # what the shipped corpus is generated from
 from model.config import FAULTY_PROFILES, PROFILES, ClusterConfig, ConfigError
 
 
@@ -113,14 +113,11 @@ def main_check(args) -> int:
 def main_traces_generate(args) -> int:
     from pathlib import Path
 
-    from conformance.check_config import CheckConfig, resolve
+    from conformance.check_config import resolve
     from conformance.corpus import GenerateOptions, generate, write_corpus
 
     names = args.config or list(CORPUS_CONFIGS)
     configs = [(name, resolve(name, {})) for name in names]
-    not_kraft = [name for name, config in configs if not isinstance(config, CheckConfig)]
-    if not_kraft:
-        raise ConfigError(f"traces are generated from KRaft configurations; {', '.join(not_kraft)} is not one")
     options = GenerateOptions(max_states=args.max_states, walks=args.walks, walk_steps=args.walk_steps, seed=args.seed)
     corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr))
     write_corpus(Path(args.out), corpus, manifest)
@@ -151,7 +148,12 @@ def main_traces_show(args) -> int:
 
     shown = traces.read(Path(args.file))
     header = shown.header
-    print(f"{header.name}: node {header.node} of voters {list(header.cluster.voters)} observers {list(header.cluster.observers)}, profile {header.cluster.profile}, {header.steps} steps")
+    if header.cluster is not None:
+        member = f"node {header.node} of voters {list(header.cluster.voters)} observers {list(header.cluster.observers)}, profile {header.cluster.profile}"
+    else:
+        partition = header.partition
+        member = f"replica {header.node} of ISR partition {list(partition.replicas)}, min.isr {partition.min_isr}, truncation {partition.truncation}"
+    print(f"{header.name}: {member}, {header.steps} steps")
     if header.origin:
         print(f"origin: {header.origin}")
     rows = []
@@ -174,7 +176,9 @@ def main_certify(args) -> int:
     make_adapter = adapter_factory(args.adapter, step_timeout=args.step_timeout)
     out = Path(args.out) if args.out else Path("out") / ("certify-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in args.adapter)[:60])
     live = sys.stderr.isatty() and not args.json
-    report = certify.certify(args.adapter, make_adapter, Path(args.corpus) if args.corpus else DEFAULT_CORPUS, out, progress=certify.print_progress if live else None)
+    corpus = Path(args.corpus) if args.corpus else DEFAULT_CORPUS
+    systems = tuple(args.system) if args.system else None
+    report = certify.certify(args.adapter, make_adapter, corpus, out, progress=certify.print_progress if live else None, systems=systems)
     if args.json:
         print(json.dumps(certify.summary(report, out)))
     else:
@@ -297,6 +301,12 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--adapter", required=True, help="reference, mutant:NAME (see `kraftcheck mutants`) or subprocess:COMMAND")
     cert.add_argument("--corpus", help="a corpus directory or one trace file (default: the shipped traces/)")
     cert.add_argument("--out", help="directory for the reports (default out/certify-ADAPTER)")
+    cert.add_argument(
+        "--system",
+        action="append",
+        choices=("kraft", "isr"),
+        help="replay only the traces of this system: kraft (KIP-595 nodes) or isr (KIP-101 ISR replicas); repeatable (default: all)",
+    )
     cert.add_argument("--step-timeout", type=float, default=10.0, help="seconds a subprocess adapter may take per reply (default 10)")
     cert.add_argument("--json", action="store_true", help="print a summary object instead of tables")
     cert.set_defaults(run=main_certify)

@@ -64,8 +64,8 @@ class Interned:
 
 
 def request_epoch(request: object) -> int:
-    """The epoch a request was sent in."""
-    for field in ("CandidateEpoch", "LeaderEpoch", "CurrentLeaderEpoch"):
+    """The epoch a request was sent in (an OffsetsForLeaderEpoch's LeaderEpoch is the epoch it asks about)."""
+    for field in ("CandidateEpoch", "CurrentLeaderEpoch", "LeaderEpoch"):
         if hasattr(request, field):
             return getattr(request, field)
     return -1

@@ -101,9 +101,10 @@ def compare(step: Step, actual: Outputs, observed: Observed | None) -> tuple[str
         missing = [s for s in expected.sends if want[msgspec.json.encode(s)] > got[msgspec.json.encode(s)]]
         extra = [s for s in actual.sends if got[msgspec.json.encode(s)] > want[msgspec.json.encode(s)]]
         return ("sends", f"{_sends_text(expected.sends)} (missing: {_sends_text(missing)})", f"{_sends_text(actual.sends)} (unexpected: {_sends_text(extra)})")
-    found = first_difference("append_result", msgspec.to_builtins(expected.append_result), msgspec.to_builtins(actual.append_result))
-    if found:
-        return found
+    for field in ("append_result", "alter_isr"):
+        found = first_difference(field, msgspec.to_builtins(getattr(expected, field)), msgspec.to_builtins(getattr(actual, field)))
+        if found:
+            return found
     if expected.shutdown != actual.shutdown:
         return ("shutdown", str(expected.shutdown), str(actual.shutdown))
     if step.state is not None and observed is not None:
@@ -163,6 +164,21 @@ def trace_files(corpus: Path) -> list[Path]:
     if not found:
         raise traces.TraceError(f"{corpus}: no trace files (*.jsonl, *.msgpack)")
     return found
+
+
+def of_systems(files: list[Path], systems: tuple[str, ...] | None) -> list[Path]:
+    """The files whose trace is of one of `systems` ("kraft", "isr"); all files for None.
+    An unreadable file stays, so that it fails as such."""
+    if systems is None:
+        return files
+
+    def wanted(path: Path) -> bool:
+        try:
+            return traces.read_header(path).system in systems
+        except traces.TraceError:
+            return True
+
+    return [path for path in files if wanted(path)]
 
 
 def replay_file(make_adapter: Callable[[], Adapter], path: Path) -> TraceResult:

@@ -1,8 +1,9 @@
 """Conformance traces: one node's inputs and the outputs the specification expects, step by step.
 
 A trace is node-level, so any implementation can replay it without a cluster: the header says
-which cluster the node belongs to, who it is and what it starts from; each step gives one
-input (a model event, stored as it is) and what the node must answer. Two encodings of the
+which cluster the node belongs to (a KRaft quorum, or an ISR-replicated partition), who it is
+and what it starts from; each step gives one input (a model event, stored as it is) and what
+the node must answer. Two encodings of the
 same structures: JSON Lines (line 1 the header, one step per line after it) for people and
 diffs, MessagePack (one `Trace` object) for volume. spec/trace-format.md documents the format
 and spec/trace.schema.json is its JSON Schema (`kraftcheck traces schema` prints it).
@@ -18,8 +19,9 @@ import msgspec
 
 from model.config import ClusterConfig, ConfigError
 from model.events import AppendResult, Event, Send
+from model.isr.config import PartitionConfig
+from model.isr.events import AlterIsr, IsrEvent
 from model.messages import Message, Record
-from model.state import NodeState, Role
 
 FORMAT_VERSION = 1
 KIND = "kraftcheck-trace"
@@ -44,8 +46,20 @@ class TraceCluster(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
         )
 
 
-class Persisted(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What survives a restart: the quorum-state file (QSTATE-1) and the log (LOG-3).
+class TracePartition(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The ISR-replicated partition (KIP-101) the replica under test belongs to."""
+
+    replicas: tuple[int, ...]  # the first is the leader of epoch 0
+    min_isr: int = 1
+    truncation: str = "epoch"
+
+    def config(self) -> PartitionConfig:
+        return PartitionConfig(replicas=self.replicas, min_isr=self.min_isr, truncation=self.truncation)
+
+
+class Persisted(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """What survives a restart: the quorum-state file (QSTATE-1) and the log (LOG-3) of a KRaft
+    node; the log and the high-watermark checkpoint of an ISR replica.
 
     A node whose persisted state is empty starts as a freshly bootstrapped one, without
     outputs; any other node starts shut down, and its trace begins with a restart.
@@ -55,34 +69,27 @@ class Persisted(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     leader_id: int = -1
     voted_id: int = -1
     log: tuple[Record, ...] = ()
+    high_watermark: int = 0  # ISR replicas only
 
     @property
     def empty(self) -> bool:
         return self == Persisted()
 
 
-class Observed(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What an adapter may be able to observe of a node (compared only where it can)."""
+class Observed(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """What an adapter may be able to observe of a node (compared only where it can).
 
-    role: str  # unattached, voted, follower, candidate, leader, resigned, observer, down
+    adapters/node_models.py says how each system's node state maps onto it.
+    """
+
+    role: str  # KRaft: unattached, voted, follower, candidate, leader, resigned, observer, down; ISR: leader, follower, down
     epoch: int
     leader_id: int
-    voted_id: int
+    voted_id: int  # -1 for an ISR replica
     log_end_offset: int
     high_watermark: int
     log: tuple[tuple[int, int], ...]  # (offset, epoch) per record
-
-    @classmethod
-    def of(cls, state: NodeState) -> "Observed":
-        return cls(
-            role=state.role_name,
-            epoch=state.epoch,
-            leader_id=state.leader_id,
-            voted_id=state.voted_id,
-            log_end_offset=len(state.log),
-            high_watermark=state.high_watermark if state.role != Role.DOWN else 0,
-            log=tuple((r.Offset, r.Epoch) for r in state.log),
-        )
+    isr: tuple[int, ...] | None = None  # an ISR leader's in-sync replicas (empty for a follower); None for KRaft
 
 
 class Outputs(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
@@ -90,18 +97,24 @@ class Outputs(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, for
 
     `response` answers a request input; `sends` are the requests the node sends (compared as a
     multiset, in any order); `append_result` answers a client append; `shutdown` says the node
-    stopped on a fatal error. Timers and their durations are the implementation's own.
+    stopped on a fatal error; `alter_isr` is the ISR an ISR leader asks the controller to record.
+    Timers and their durations are the implementation's own.
     """
 
     response: Message | None = None
     sends: tuple[Send, ...] = ()
     append_result: AppendResult | None = None
     shutdown: bool = False
+    alter_isr: AlterIsr | None = None
+
+
+Input = Event | IsrEvent
+"""A step's input: a KRaft node's events, or an ISR replica's (model/isr/events.py)."""
 
 
 class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     step: int  # 1-based
-    input: Event
+    input: Input
     expect: Outputs
     errors: dict[str, str] = {}  # the expected error codes by name, for readers: field -> Kafka name
     state: Observed | None = None  # the node's observable state after the step
@@ -113,12 +126,23 @@ class Header(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forb
     kind: str
     format_version: int
     name: str
-    cluster: TraceCluster
+    cluster: TraceCluster | None = None  # a KRaft node's quorum, or
+    partition: TracePartition | None = None  # an ISR replica's partition: exactly one of the two
     node: int  # the node under test
     steps: int  # how many steps follow (a truncated file is detected)
     initial: Persisted = Persisted()
     origin: str = ""  # how the trace was made
     covers: tuple[str, ...] = ()  # the coverage cells it was kept for
+
+
+    @property
+    def setting(self) -> TraceCluster | TracePartition:
+        """What the node belongs to: its KRaft cluster or its ISR partition."""
+        return self.cluster if self.cluster is not None else self.partition
+
+    @property
+    def system(self) -> str:
+        return "kraft" if self.cluster is not None else "isr"
 
 
 class Trace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -173,6 +197,18 @@ def read(path: Path) -> Trace:
     trace = _read_msgpack(path, data) if path.suffix == ".msgpack" else _read_jsonl(path, data)
     _check_steps(path, trace)
     return trace
+
+
+def read_header(path: Path) -> Header:
+    """Only the header of a trace (for choosing traces without reading them whole)."""
+    if path.suffix == ".msgpack":
+        return read(path).header
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline()
+    except OSError as error:
+        raise TraceError(f"{path}: cannot read: {error.strerror}") from None
+    return _header(path, 1, first, _header_decoder.decode)
 
 
 def _read_jsonl(path: Path, data: bytes) -> Trace:
@@ -235,12 +271,14 @@ def _check_steps(path: Path, trace: Trace) -> None:
     for position, step in enumerate(trace.steps, start=1):
         if step.step != position:
             raise TraceError(f"{path}:{position + 1}: step numbered {step.step}, expected {position}")
+    if (header.cluster is None) == (header.partition is None):
+        raise TraceError(f"{path}:1: the header needs exactly one of cluster (KRaft) and partition (ISR)")
     try:
-        cluster = header.cluster.config()
+        members = header.cluster.config().nodes if header.cluster is not None else header.partition.config().replicas
     except ConfigError as error:
-        raise TraceError(f"{path}:1: invalid cluster: {error}") from None
-    if header.node not in cluster.nodes:
-        raise TraceError(f"{path}:1: node {header.node} is not a member of the cluster {list(cluster.nodes)}")
+        raise TraceError(f"{path}:1: invalid {'cluster' if header.cluster is not None else 'partition'}: {error}") from None
+    if header.node not in members:
+        raise TraceError(f"{path}:1: node {header.node} is not a member of the {'cluster' if header.cluster is not None else 'partition'} {list(members)}")
 
 
 def schema() -> dict:

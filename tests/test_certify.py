@@ -45,11 +45,26 @@ def test_manifest_hashes_match_the_files():
 
 
 def test_every_node_rule_is_exercised_by_the_corpus():
-    """All but the safety properties (cluster-wide), the admin client's DESCRIBE-RESP rules and the
-    ISR replication system's ISR-* rules (model/isr, which the KRaft corpus does not replay)."""
+    """All but the safety properties (cluster-wide), the admin client's DESCRIBE-RESP rules, the ISR
+    controller's rules (ISR-ELECT-1, ISR-ALTER-1: not a replica's) and ISR-TRUNC-1, the truncation
+    before KIP-101 that the corpus, written for KIP-101 replicas, expects them not to do."""
     manifest = json.loads((DEFAULT_CORPUS / MANIFEST).read_text())
-    missing = sorted(r.id for r in load_rules() if r.id not in manifest["rules"] and not r.id.startswith("ISR-"))
-    assert missing == ["DESCRIBE-RESP-1", "DESCRIBE-RESP-2", "DESCRIBE-RESP-3"] + [f"SAFE-{n}" for n in range(1, 10)]
+    missing = sorted(r.id for r in load_rules() if r.id not in manifest["rules"])
+    safety = [f"ISR-SAFE-{n}" for n in range(1, 4)] + [f"SAFE-{n}" for n in range(1, 10)]
+    assert missing == sorted(["DESCRIBE-RESP-1", "DESCRIBE-RESP-2", "DESCRIBE-RESP-3", "ISR-ALTER-1", "ISR-ELECT-1", "ISR-TRUNC-1"] + safety)
+
+
+def test_the_corpus_has_isr_replica_traces_with_every_offsets_for_leader_epoch_error(shipped):
+    """KIP-101's OffsetsForLeaderEpoch, asked and answered by ISR replicas, with each error code it may carry."""
+    isr = [t for t in shipped.values() if t.header.system == "isr"]
+    assert len(isr) >= 50
+    answered = set()
+    for built in isr:
+        for step in built.steps:
+            message = getattr(step.input, "message", None)
+            if type(message).__name__ == "OffsetsForLeaderEpochRequest" and step.expect.response is not None:
+                answered.add(step.errors["response.ErrorCode"])
+    assert answered == {"NONE", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "NOT_LEADER_OR_FOLLOWER"}
 
 
 def test_the_reference_passes_every_shipped_trace(shipped):
@@ -157,3 +172,21 @@ def test_traces_generate_writes_a_corpus_and_show_reads_it(tmp_path):
     first = trace_files(out)[0]
     code, text, _ = run_cli("traces", "show", str(first))
     assert code == 0 and "step" in text
+
+
+def test_certify_one_system_replays_only_its_traces(tmp_path):
+    isr_count = sum(traces.read_header(p).system == "isr" for p in SHIPPED)
+    code, out, _ = run_cli("certify", "--adapter", "mutant:isr-truncate-to-hw", "--system", "kraft", "--out", str(tmp_path / "kraft"), "--json")
+    assert code == 0 and json.loads(out)["traces"] == len(SHIPPED) - isr_count  # an ISR bug is invisible to KRaft traces
+    code, out, _ = run_cli("certify", "--adapter", "mutant:isr-truncate-to-hw", "--system", "isr", "--out", str(tmp_path / "isr"), "--json")
+    summary = json.loads(out)
+    assert code == 1 and summary["traces"] == isr_count and "ISR-START-1" in summary["rules_failed"]
+
+
+def test_traces_generate_writes_an_isr_corpus(tmp_path):
+    out = tmp_path / "isr"
+    assert main(["traces", "generate", "--config", "isr-epoch", "--out", str(out), "--max-states", "2000", "--walks", "1", "--walk-steps", "40"]) == 0
+    written = [traces.read(p) for p in trace_files(out)]
+    assert written and all(t.header.partition == traces.TracePartition(replicas=(1, 2), min_isr=1, truncation="epoch") for t in written)
+    code, text, _ = run_cli("traces", "show", str(trace_files(out)[0]))
+    assert code == 0 and "of ISR partition [1, 2], min.isr 1, truncation epoch" in text

@@ -10,7 +10,10 @@ import json
 import msgspec
 import pytest
 
+from adapters.model_adapter import ModelAdapter
 from conformance import check_config, cli
+from conformance import trace as traces
+from conformance.replay import replay
 from conformance.check import system_for
 from conformance.check_config import IsrCheckConfig, resolve
 from conformance.engine import explore
@@ -48,7 +51,8 @@ def results():
 
 
 def test_every_isr_configuration_is_pinned():
-    isr = {name for name, config in check_config.named_configs().items() if isinstance(config, IsrCheckConfig)}
+    """All but the corpus's search, which is bounded by states visited (see tests/test_certify.py)."""
+    isr = {name for name, config in check_config.named_configs().items() if isinstance(config, IsrCheckConfig) and name not in cli.CORPUS_CONFIGS}
     assert isr == set(PINNED)
 
 
@@ -98,6 +102,24 @@ def test_scenario_1_a_follower_truncates_to_its_stale_hw_and_is_elected(results)
     assert (final.controller.Leader, final.controller.LeaderEpoch) == (2, 1)
     assert final.replicas[1].role == Role.LEADER and V1 not in final.replicas[1].log
     assert final.replicas[0].log == (V1,)  # the only copy, on the crashed old leader
+
+
+def test_scenario_1_in_the_kips_own_order_is_as_short(results):
+    """In the KIP the follower restarts before the leader fails; the checker prints an equally short
+    order (both crash first). The KIP's order, replayed action by action, violates ISR-SAFE-2 at the
+    same length: it is one of the shortest counterexamples."""
+    system, result = results["isr-hw"]
+    shortest = path_of(results, "isr-hw", "ISR-SAFE-2")
+    common = [action for action, _ in shortest[1:7]]  # r2 replicates v1; the leader acknowledges it
+    kip_order = common + [CrashNode(node=2), RestartNode(node=2), CrashNode(node=1), Elect(node=2)]
+    state = shortest[0][1]
+    for step, action in enumerate(kip_order, start=1):
+        assert action in system.partition.enabled(state)
+        state = system.partition.apply(state, action).state
+        assert not system.violations(state) or step == len(kip_order)
+    assert [v.rule for v in system.violations(state)] == ["ISR-SAFE-2"]
+    assert len(kip_order) == len(shortest) - 1 == 10
+    assert state.replicas[1].log == () and V1 in state.history.acked
 
 
 def test_scenario_2_the_incomplete_replica_comes_back_first_and_the_logs_diverge(results):
@@ -155,8 +177,26 @@ def test_counterexample_files_are_the_same_on_every_run(tmp_path, capsys):
     for run in ("a", "b"):
         assert cli.main(["check", "--config", "isr-hw", "--json", "--out", str(tmp_path / run)]) == 1
         capsys.readouterr()
-        written.append({p.name: p.read_bytes() for p in (tmp_path / run).iterdir()})
-    assert written[0] == written[1] and len(written[0]) == 3
+        written.append({p.relative_to(tmp_path / run): p.read_bytes() for p in (tmp_path / run).rglob("*") if p.is_file()})
+    assert written[0] == written[1] and len(written[0]) == 3 + 3 * 2  # a step table and a trace per replica, per property
+
+
+def test_scenario_1_saved_as_replica_traces_replays_and_shows_where_kip101_differs(tmp_path, capsys):
+    """Scenario 1's follower, as a conformance trace: the reference (hw truncation) passes it; a
+    KIP-101 replica departs at the restart, where it asks OffsetsForLeaderEpoch instead of cutting its log."""
+    assert cli.main(["check", "--config", "isr-hw", "--json", "--out", str(tmp_path)]) == 1
+    data = json.loads(capsys.readouterr().out)
+    path = tmp_path / "counterexample-isr-hw-ISR-SAFE-2" / "counterexample-isr-hw-ISR-SAFE-2-replica2.jsonl"
+    assert str(path) in data["counterexample_traces"]
+    follower = traces.read(path)
+    assert follower.header.partition.truncation == "hw"
+    assert replay(ModelAdapter("reference"), follower, str(path)).passed
+    restart = next(step for step in follower.steps if "ISR-TRUNC-1" in step.rules)
+    assert restart.state.log == () and restart.expect.sends == ()
+    kip101 = msgspec.structs.replace(follower, header=msgspec.structs.replace(follower.header, partition=msgspec.structs.replace(follower.header.partition, truncation="epoch")))
+    departed = replay(ModelAdapter("reference"), kip101, str(path))
+    assert (departed.passed, departed.divergence.step, departed.divergence.field) == (False, restart.step, "sends")
+    assert "OffsetsForLeaderEpochRequest" in departed.divergence.actual
 
 
 def test_isr_keys_alone_select_the_isr_system(tmp_path, capsys):

@@ -10,12 +10,16 @@ from typing import NamedTuple
 import msgspec
 import pytest
 
-from adapters.model_adapter import outputs_of
 from adapters.mutants import MUTANTS, mutant_adapter
+from adapters.node_models import MODELS, outputs_of
 from conformance.trace import Observed, Outputs
-from model import node as nodes
 from model.config import NodeConfig
-from model.events import Event, Request, Response, Restart, Send
+from model.events import AppendResult, ClientAppend, Event, Request, Response, Restart, Send
+from model.isr.config import ReplicaConfig
+from model.isr.events import AlterIsr, Startup
+from model.isr.state import LeaderAndIsr
+from model.isr.state import ReplicaState as IsrReplica
+from model.isr.state import Role as IsrRole
 from model.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -125,16 +129,31 @@ class Seen(NamedTuple):
     state: Observed
 
 
-def seen(event: Event, transition: Transition) -> Seen:
-    return Seen(outputs_of(event, transition), Observed.of(transition.state))
+def seen(system: str, event: Event, transition: Transition) -> Seen:
+    return Seen(outputs_of(event, transition), MODELS[system].observe(transition.state))
 
 
 class Case(NamedTuple):
-    config: NodeConfig
-    state: NodeState
+    config: NodeConfig | ReplicaConfig
+    state: NodeState | IsrReplica
     event: Event
     reference: Seen
     mutant: Seen
+
+
+def isr_observed(role: str, epoch: int, leader: int, log=(), hw: int = 0, isr=()) -> Observed:
+    return Observed(
+        role=role, epoch=epoch, leader_id=leader, voted_id=-1, log_end_offset=len(log), high_watermark=hw, log=tuple((r.Offset, r.Epoch) for r in log), isr=isr
+    )
+
+
+def isr_leader(epoch: int, log, hw: int, isr=(1, 2), follower_end: int = -1) -> IsrReplica:
+    """Replica 1 leading a partition of replicas 1 and 2."""
+    return IsrReplica(role=IsrRole.LEADER, epoch=epoch, leader=1, log=log, high_watermark=hw, isr=isr, follower_ends=((2, follower_end),))
+
+
+def offsets(current: int, asked: int) -> OffsetsForLeaderEpochRequest:
+    return OffsetsForLeaderEpochRequest(ReplicaId=2, CurrentLeaderEpoch=current, LeaderEpoch=asked)
 
 
 C = config()
@@ -155,6 +174,10 @@ DESCRIBED = DescribeQuorumResponse(
 )
 DOWN_LEADER = NodeState(role=Role.DOWN, epoch=2, leader_id=1, voted_id=1, log=records(2))
 RESTARTED_FETCH = sends(fetch(1, 2, ()), 2, 3)
+
+ISR_1 = ReplicaConfig(node_id=1, replicas=(1, 2))
+ISR_2 = ReplicaConfig(node_id=2, replicas=(1, 2))
+LOG_0_0_2 = records(0, 0, 2)
 
 CASES: dict[str, Case] = {
     "vote-foreign-cluster": Case(
@@ -305,6 +328,50 @@ CASES: dict[str, Case] = {
         Seen(Outputs(), observed("resigned", 2, 1, 1, records(2))),
         Seen(Outputs(sends=sends(begin(1, 2), 2, 3)), observed("leader", 2, 1, 1, records(2, 2))),
     ),
+    "isr-truncate-to-hw": Case(
+        ISR_2,
+        IsrReplica(role=IsrRole.DOWN, log=records(0, 0)),
+        Startup(partition=LeaderAndIsr(Leader=1, LeaderEpoch=1, Isr=(1, 2))),
+        Seen(Outputs(sends=sends(offsets(1, 0), 1)), isr_observed("follower", 1, 1, records(0, 0))),
+        Seen(Outputs(), isr_observed("follower", 1, 1)),
+    ),
+    "isr-offsets-unfenced": Case(
+        ISR_1,
+        isr_leader(2, LOG_0_0_2, 3),
+        Request(source=2, message=offsets(1, 0)),
+        Seen(Outputs(response=OffsetsForLeaderEpochResponse(ErrorCode=errors.FENCED_LEADER_EPOCH, LeaderEpoch=-1, EndOffset=-1)), isr_observed("leader", 2, 1, LOG_0_0_2, 3, (1, 2))),
+        Seen(Outputs(response=OffsetsForLeaderEpochResponse(LeaderEpoch=0, EndOffset=2)), isr_observed("leader", 2, 1, LOG_0_0_2, 3, (1, 2))),
+    ),
+    "isr-offsets-exact-epoch": Case(
+        ISR_1,
+        isr_leader(2, LOG_0_0_2, 3),
+        Request(source=2, message=offsets(2, 1)),
+        Seen(Outputs(response=OffsetsForLeaderEpochResponse(LeaderEpoch=0, EndOffset=2)), isr_observed("leader", 2, 1, LOG_0_0_2, 3, (1, 2))),
+        Seen(Outputs(response=OffsetsForLeaderEpochResponse(LeaderEpoch=-1, EndOffset=-1)), isr_observed("leader", 2, 1, LOG_0_0_2, 3, (1, 2))),
+    ),
+    "isr-expand-lagging": Case(
+        ISR_1,
+        isr_leader(0, records(0, 0), 2, isr=(1,), follower_end=0),
+        Request(source=2, message=FetchRequest(ReplicaId=2, CurrentLeaderEpoch=0, FetchOffset=1)),
+        Seen(
+            Outputs(sends=(), response=FetchResponse(HighWatermark=2, CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=0), Records=records(0, 0)[1:])),
+            isr_observed("leader", 0, 1, records(0, 0), 2, (1,)),
+        ),
+        Seen(
+            Outputs(
+                response=FetchResponse(HighWatermark=2, CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=0), Records=records(0, 0)[1:]),
+                alter_isr=AlterIsr(LeaderEpoch=0, Isr=(1, 2)),
+            ),
+            isr_observed("leader", 0, 1, records(0, 0), 2, (1, 2)),
+        ),
+    ),
+    "isr-ignore-min-isr": Case(
+        ReplicaConfig(node_id=1, replicas=(1, 2), min_isr=2),
+        isr_leader(0, (), 0, isr=(1,)),
+        ClientAppend(value=1),
+        Seen(Outputs(append_result=AppendResult(ErrorCode=errors.code_of("NOT_ENOUGH_REPLICAS"), Offset=-1)), isr_observed("leader", 0, 1, (), 0, (1,))),
+        Seen(Outputs(append_result=AppendResult(ErrorCode=errors.NONE, Offset=0)), isr_observed("leader", 0, 1, records(0), 1, (1,))),
+    ),
 }
 
 
@@ -314,10 +381,10 @@ def test_every_mutant_has_a_scenario() -> None:
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_mutant_departs_from_the_reference(name: str) -> None:
-    case = CASES[name]
+    case, mutant = CASES[name], MUTANTS[name]
     assert case.mutant != case.reference
-    assert seen(case.event, nodes.step(case.config, case.state, case.event)) == case.reference
-    assert seen(case.event, MUTANTS[name].step(case.config, case.state, case.event)) == case.mutant
+    assert seen(mutant.system, case.event, MODELS[mutant.system].step(case.config, case.state, case.event)) == case.reference
+    assert seen(mutant.system, case.event, mutant.step(case.config, case.state, case.event)) == case.mutant
 
 
 def test_catalogue() -> None:
@@ -334,7 +401,8 @@ def test_catalogue() -> None:
 def test_mutant_adapter() -> None:
     adapter = mutant_adapter("vote-grant-twice")
     assert adapter.name == "mutant:vote-grant-twice"
-    assert adapter.step_function is MUTANTS["vote-grant-twice"].step
+    assert adapter.steps == {"kraft": MUTANTS["vote-grant-twice"].step}
+    assert mutant_adapter("isr-truncate-to-hw").steps == {"isr": MUTANTS["isr-truncate-to-hw"].step}
 
 
 def test_unknown_mutant_lists_the_known_ones() -> None:

@@ -13,8 +13,10 @@ import pytest
 from adapters.contract import AdapterError
 from adapters.model_adapter import ModelAdapter
 from adapters.subprocess_adapter import SubprocessAdapter
-from conformance.trace import FORMAT_VERSION, KIND, Header, Persisted, TraceCluster
-from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Timer, TimerKind
+from conformance.trace import FORMAT_VERSION, KIND, Header, Outputs, Persisted, TraceCluster, TracePartition
+from model.events import AppendResult, ClientAppend, Crash, Request, Resign, Response, Restart, Timer, TimerKind
+from model.isr.events import AlterIsr, FetchNext, PowerLoss, ShrinkIsr, Startup
+from model.isr.state import LeaderAndIsr
 from model.messages import (
     BeginQuorumEpochRequest,
     DescribeQuorumRequest,
@@ -23,6 +25,8 @@ from model.messages import (
     FetchResponse,
     LeaderChangeMessage,
     LeaderIdAndEpoch,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
     Record,
     VoteRequest,
     VoteResponse,
@@ -43,6 +47,10 @@ def header(node: int, initial: Persisted = Persisted(), observers: tuple[int, ..
         steps=0,
         initial=initial,
     )
+
+
+def isr_header(node: int, replicas: tuple[int, ...] = (1, 2), initial: Persisted = Persisted()) -> Header:
+    return Header(kind=KIND, format_version=FORMAT_VERSION, name="isr-scenario", partition=TracePartition(replicas=replicas), node=node, steps=0, initial=initial)
 
 
 def fetch(replica: int, epoch: int, offset: int, last_epoch: int) -> FetchRequest:
@@ -99,6 +107,54 @@ FOLLOWER = (
 )
 
 
+ISR_RECORDS = (Record(Offset=0, Epoch=0, Value=1), Record(Offset=1, Epoch=0, Value=2))
+ISR_FETCH = FetchRequest(ReplicaId=2, CurrentLeaderEpoch=0, FetchOffset=0)
+ISR_EPOCH_1 = LeaderAndIsr(Leader=1, LeaderEpoch=1, Isr=(1, 2))
+ISR_OFFSETS = OffsetsForLeaderEpochRequest(ReplicaId=2, CurrentLeaderEpoch=1, LeaderEpoch=0)
+
+# Replica 2 of partition (1, 2) fetches two records of epoch 0 the high watermark does not
+# cover, crashes, starts up under leader 1 of epoch 1, asks it where epoch 0 ends and truncates
+# to its answer (KIP-101), then fetches from there.
+ISR_FOLLOWER = (
+    isr_header(2),
+    [
+        FetchNext(),
+        Response(source=1, message=FetchResponse(HighWatermark=0, CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=0), Records=ISR_RECORDS), request=ISR_FETCH),
+        Crash(),
+        Startup(partition=ISR_EPOCH_1),
+        Response(source=1, message=OffsetsForLeaderEpochResponse(LeaderEpoch=0, EndOffset=1), request=ISR_OFFSETS),
+        FetchNext(),
+    ],
+    ["follower", "follower", "down", "follower", "follower", "follower"],
+)
+
+# Replica 1 leads partition (1, 2): an append waits for the ISR, which shrinks (AlterIsr) and so
+# commits it; replica 2 fetches, catches up and rejoins (AlterIsr), asks where epoch 0 ends; then
+# a power loss, a startup and the controller's election of replica 1 in epoch 1.
+ISR_LEADER = (
+    isr_header(1),
+    [
+        ClientAppend(value=7),
+        ShrinkIsr(replica=2),
+        Request(source=2, message=ISR_FETCH),
+        Request(source=2, message=FetchRequest(ReplicaId=2, CurrentLeaderEpoch=0, FetchOffset=1)),
+        Request(source=2, message=OffsetsForLeaderEpochRequest(ReplicaId=2, CurrentLeaderEpoch=0, LeaderEpoch=0)),
+        PowerLoss(keep=0),
+        Startup(partition=LeaderAndIsr(Leader=1, LeaderEpoch=0, Isr=(1, 2))),
+        LeaderAndIsr(Leader=1, LeaderEpoch=1, Isr=(1,)),
+        ClientAppend(value=8),
+    ],
+    ["leader", "leader", "leader", "leader", "leader", "down", "follower", "leader", "leader"],
+)
+
+# Replica 2 starts down from its log and high-watermark checkpoint, and starts up under leader 1.
+ISR_CHECKPOINT = (
+    isr_header(2, initial=Persisted(log=ISR_RECORDS, high_watermark=2)),
+    [Startup(partition=ISR_EPOCH_1), FetchNext()],
+    ["follower", "follower"],
+)
+
+
 @pytest.fixture
 def make_adapter():
     """Adapters that are closed (their processes stopped and reaped) whatever the test did."""
@@ -122,11 +178,24 @@ def run(adapter, scenario) -> list:
         adapter.close()
 
 
-@pytest.mark.parametrize("scenario", [ELECTION, FOLLOWER], ids=["election", "follower"])
+@pytest.mark.parametrize(
+    "scenario", [ELECTION, FOLLOWER, ISR_FOLLOWER, ISR_LEADER, ISR_CHECKPOINT], ids=["election", "follower", "isr-follower", "isr-leader", "isr-checkpoint"]
+)
 def test_example_node_answers_as_the_model(make_adapter, scenario):
     expected = run(ModelAdapter("model"), scenario)
     assert [observed.role for _, observed in expected] == scenario[2]  # the scenario does what it says
     assert run(make_adapter(EXAMPLE_NODE), scenario) == expected
+
+
+def test_the_isr_scenarios_exercise_truncation_and_alter_isr():
+    """What the ISR scenarios are for, so that a change to the model cannot quietly make them trivial."""
+    follower = run(ModelAdapter("model"), ISR_FOLLOWER)
+    assert follower[3][0].sends[0].message == ISR_OFFSETS and follower[4][1].log == ((0, 0),)
+    leader = run(ModelAdapter("model"), ISR_LEADER)
+    assert [outputs.alter_isr for outputs, _ in leader[1:4]] == [AlterIsr(LeaderEpoch=0, Isr=(1,)), None, AlterIsr(LeaderEpoch=0, Isr=(1, 2))]
+    assert leader[1][0].append_result == AppendResult(ErrorCode=0, Offset=0)
+    checkpoint = run(ModelAdapter("model"), ISR_CHECKPOINT)
+    assert checkpoint[0][1].high_watermark == 2 and checkpoint[0][0].sends[0].message == ISR_OFFSETS
 
 
 def fake_node(tmp_path, after_start: str) -> str:
@@ -137,10 +206,26 @@ def fake_node(tmp_path, after_start: str) -> str:
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
 
 
-def failure(adapter: SubprocessAdapter) -> str:
-    adapter.start(header(1))
+ANSWER = '{"ok": true, "response": null, "append_result": null, "shutdown": false}'
+ISR_ANSWER = '{"ok": true, "response": null, "append_result": null, "shutdown": false, "alter_isr": null}'
+DRAINED = '{"ok": true, "sends": []}'
+OBSERVED = '"role": "follower", "epoch": 0, "leader_id": 1, "voted_id": -1, "log_end_offset": 0, "high_watermark": 0, "log": []'
+FIRST_STEP = {"kraft": (header(1), Timer(kind=TimerKind.ELECTION_TIMEOUT)), "isr": (isr_header(1), FetchNext())}
+"""Each system's start header and a first input, for a fake node to answer."""
+
+
+def replying(*replies: str) -> str:
+    """A fake node's `after_start` that answers the next commands with `replies`, in order."""
+    return "".join(f"print({reply!r}, flush=True)\nsys.stdin.readline()\n" for reply in replies)
+
+
+def failure(adapter: SubprocessAdapter, system: str = "kraft") -> str:
+    """The error of the first step (and its observation) of `system` through a fake node."""
+    start, event = FIRST_STEP[system]
+    adapter.start(start)
     with pytest.raises(AdapterError) as raised:
-        adapter.step(Timer(kind=TimerKind.ELECTION_TIMEOUT))
+        adapter.step(event)
+        adapter.observe()
     return str(raised.value)
 
 
@@ -184,10 +269,71 @@ def test_garbage_reply_is_quoted(make_adapter, tmp_path, reply, reason):
 
 def test_unknown_field_in_a_sent_message_is_reported(make_adapter, tmp_path):
     vote = msgspec.json.encode({"destination": 2, "message": msgspec.to_builtins(VOTE) | {"Extra": 1}}).decode()
-    answer = '{"ok": true, "response": null, "append_result": null, "shutdown": false}'
     drained = '{"ok": true, "sends": [' + vote + "]}"
-    adapter = make_adapter(fake_node(tmp_path, f"print({answer!r}, flush=True)\nsys.stdin.readline()\nprint({drained!r}, flush=True)\nsys.stdin.read()\n"))
+    adapter = make_adapter(fake_node(tmp_path, replying(ANSWER, drained)))
     assert "$.sends[0].message has unknown fields Extra" in failure(adapter)
+
+
+def test_a_kraft_reply_needs_no_alter_isr(make_adapter, tmp_path):
+    """A KRaft implementation written before ISR replicas existed keeps working unchanged."""
+    adapter = make_adapter(fake_node(tmp_path, replying(ANSWER, DRAINED)))
+    adapter.start(header(1))
+    assert adapter.step(Timer(kind=TimerKind.ELECTION_TIMEOUT)) == Outputs()
+
+
+def test_an_isr_reply_reports_alter_isr(make_adapter, tmp_path):
+    answer = '{"ok": true, "response": null, "append_result": null, "shutdown": false, "alter_isr": {"LeaderEpoch": 0, "Isr": [1]}}'
+    adapter = make_adapter(fake_node(tmp_path, replying(answer, DRAINED)))
+    adapter.start(isr_header(1))
+    assert adapter.step(ShrinkIsr(replica=2)) == Outputs(alter_isr=AlterIsr(LeaderEpoch=0, Isr=(1,)))
+
+
+@pytest.mark.parametrize(
+    "system, replies, reason",
+    [
+        ("isr", [ANSWER], "Object missing required field `alter_isr`"),
+        ("isr", [ANSWER[:-1] + ', "alter_isr": {"LeaderEpoch": 0}}'], "Object missing required field `Isr` - at `$.alter_isr`"),
+        ("isr", [ANSWER[:-1] + ', "alter_isr": {"LeaderEpoch": 0, "Isr": "1,2"}}'], "Expected `array`, got `str` - at `$.alter_isr.Isr`"),
+        ("isr", [ANSWER[:-1] + ', "alter_isr": [0, [1, 2]]}'], "Expected `object | null`, got `array` - at `$.alter_isr`"),
+        ("kraft", [ISR_ANSWER], "Object contains unknown field `alter_isr`"),
+        ("isr", [ISR_ANSWER, DRAINED, '{"ok": true, "state": {' + OBSERVED + "}}"], "$.state lacks isr"),
+        ("kraft", [ANSWER, DRAINED, '{"ok": true, "state": {' + OBSERVED + ', "isr": []}}'], "$.state has unknown fields isr"),
+    ],
+)
+def test_each_system_has_its_own_reply_fields(make_adapter, tmp_path, system, replies, reason):
+    """alter_isr and isr are required of an ISR replica and unknown to a KRaft node: neither is left to a default."""
+    adapter = make_adapter(fake_node(tmp_path, replying(*replies)))
+    message = failure(adapter, system)
+    assert message.startswith("invalid reply to ")
+    assert reason in message
+    assert repr(replies[-1][:200]) in message
+
+
+@pytest.mark.parametrize(
+    "start, line",
+    [
+        (
+            header(1),
+            b'{"command":"start","cluster":{"voters":[1,2,3],"observers":[],"cluster_id":"kraft-cluster","profile":"kip595","fetch_max_records":0},'
+            b'"node":1,"initial":{"epoch":0,"leader_id":-1,"voted_id":-1,"log":[]}}',
+        ),
+        (
+            isr_header(2, (1, 2, 3), Persisted(log=ISR_RECORDS[:1], high_watermark=1)),
+            b'{"command":"start","partition":{"replicas":[1,2,3],"min_isr":1,"truncation":"epoch"},"node":2,'
+            b'"initial":{"log":[{"type":"Record","Offset":0,"Epoch":0,"Value":1}],"high_watermark":1}}',
+        ),
+    ],
+    ids=["kraft", "isr"],
+)
+def test_start_carries_every_field_of_its_system(make_adapter, tmp_path, start, line):
+    """The trace header leaves defaults out; the start command lists them all, as the protocol does."""
+    received = tmp_path / "start.json"
+    script = tmp_path / "node.py"
+    script.write_text(f"import sys\nopen({str(received)!r}, 'wb').write(sys.stdin.buffer.readline())\nprint('{{\"ok\": true}}', flush=True)\nsys.stdin.read()\n")
+    adapter = make_adapter(f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
+    adapter.start(start)
+    adapter.close()
+    assert received.read_bytes() == line + b"\n"
 
 
 def test_missing_command_is_reported(make_adapter):
@@ -220,3 +366,13 @@ def test_example_node_refuses_malformed_commands_and_goes_on():
     assert [reply["ok"] for reply in replies] == [False, False, False, True, False, False, True]
     assert replies[2]["error"] == "'drain' before start"
     assert replies[5]["error"] == "unknown command 'fly'"
+
+
+def test_example_node_refuses_what_an_isr_replica_does_not_take():
+    start = {"command": "start", "partition": TracePartition(replicas=(1, 2)), "initial": {"log": [], "high_watermark": 0}}
+    lines = [msgspec.json.encode(start | {"node": 9}), msgspec.json.encode(start | {"node": 2}), b'{"command": "timer", "kind": "fetch_timeout"}', b'{"command": "stop"}']
+    done = subprocess.run([sys.executable, "-m", "adapters.example_node"], input=b"\n".join(lines) + b"\n", capture_output=True, timeout=30)
+    replies = [msgspec.json.decode(line) for line in done.stdout.splitlines()]
+    assert [reply["ok"] for reply in replies] == [False, True, False, True]
+    assert replies[0]["error"] == "node 9 is not a replica of the partition [1, 2]"
+    assert replies[2]["error"] == "unknown command 'timer'"

@@ -7,13 +7,27 @@ import msgspec
 import pytest
 
 from adapters.model_adapter import ModelAdapter
+from adapters.mutants import mutant_adapter
 from conformance import trace as traces
-from conformance.corpus import build_trace
-from conformance.trace import TraceCluster
-from model.events import Request, Response, Timer, TimerKind
-from model.messages import VoteRequest, VoteResponse
+from conformance.cells import build_trace
+from conformance.replay import replay
+from conformance.trace import TraceCluster, TracePartition
+from model.events import Crash, Response, Timer, TimerKind
+from model.isr.events import FetchNext, Startup
+from model.isr.state import LeaderAndIsr
+from model.messages import (
+    FetchRequest,
+    FetchResponse,
+    LeaderIdAndEpoch,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    Record,
+    VoteRequest,
+    VoteResponse,
+)
 
 CLUSTER = TraceCluster(voters=(1, 2, 3))
+PARTITION = TracePartition(replicas=(1, 2), min_isr=1, truncation="epoch")
 SPEC = Path(__file__).resolve().parents[1] / "spec"
 
 
@@ -95,8 +109,71 @@ def test_published_schema_is_the_generated_one():
 
 def test_schema_accepts_the_types_it_describes():
     schema = traces.schema()
-    assert {"Header", "Step", "Outputs", "Observed", "TraceCluster"} <= set(schema["$defs"])
-    assert schema["$defs"]["Header"]["required"] == ["kind", "format_version", "name", "cluster", "node", "steps"]
+    assert {"Header", "Step", "Outputs", "Observed", "TraceCluster", "TracePartition", "OffsetsForLeaderEpochRequest"} <= set(schema["$defs"])
+    assert schema["$defs"]["Header"]["required"] == ["kind", "format_version", "name", "node", "steps"]
+
+
+def isr_truncation_trace(partition: TracePartition = PARTITION):
+    """Replica 2 fetches two records of epoch 0 (high watermark 0), crashes, and restarts into epoch 1."""
+    records = (Record(Offset=0, Epoch=0, Value=1), Record(Offset=1, Epoch=0, Value=2))
+    fetch = FetchRequest(ReplicaId=2, CurrentLeaderEpoch=0, FetchOffset=0)
+    asked = OffsetsForLeaderEpochRequest(ReplicaId=2, CurrentLeaderEpoch=1, LeaderEpoch=0)
+    inputs = [
+        FetchNext(),
+        Response(source=1, message=FetchResponse(HighWatermark=0, CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=0), Records=records), request=fetch),
+        Crash(),
+        Startup(partition=LeaderAndIsr(Leader=1, LeaderEpoch=1, Isr=(1, 2))),
+        Response(source=1, message=OffsetsForLeaderEpochResponse(LeaderEpoch=0, EndOffset=1), request=asked),
+    ]
+    return build_trace("isr-truncation", partition, 2, inputs, "test")
+
+
+def test_an_isr_replica_truncates_where_the_leader_says_its_epoch_ends():
+    """KIP-101: on restart the follower asks for the end of its last epoch and truncates there, not to its high watermark."""
+    steps = isr_truncation_trace().steps
+    assert steps[0].expect.sends[0].message == FetchRequest(ReplicaId=2, CurrentLeaderEpoch=0, FetchOffset=0)
+    assert steps[1].state.log == ((0, 0), (1, 0)) and steps[1].state.high_watermark == 0
+    assert steps[2].state.role == "down"
+    restart = steps[3]
+    assert [(s.destination, s.message) for s in restart.expect.sends] == [(1, OffsetsForLeaderEpochRequest(ReplicaId=2, CurrentLeaderEpoch=1, LeaderEpoch=0))]
+    assert restart.state.log == ((0, 0), (1, 0)) and {"ISR-START-1", "ISR-TRUNC-2"} <= set(restart.rules)
+    assert steps[4].state.log == ((0, 0),) and "K101-3" in steps[4].rules
+
+
+def test_before_kip101_the_same_replica_truncates_to_its_high_watermark():
+    restart = isr_truncation_trace(TracePartition(replicas=(1, 2), truncation="hw")).steps[3]
+    assert restart.expect.sends == () and restart.state.log == () and "ISR-TRUNC-1" in restart.rules
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".msgpack"])
+def test_isr_traces_round_trip_and_replay(tmp_path, suffix):
+    trace = isr_truncation_trace()
+    path = tmp_path / f"isr{suffix}"
+    traces.write(path, trace)
+    read = traces.read(path)
+    assert read == trace and read.header.system == "isr" and read.header.cluster is None
+    assert replay(ModelAdapter("reference"), read, str(path)).passed
+    hw_run = replay(mutant_adapter("isr-truncate-to-hw"), read, str(path))
+    assert (hw_run.passed, hw_run.divergence.step, hw_run.divergence.field) == (False, 4, "sends")
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda header: header | {"cluster": {"voters": [1, 2]}}, "needs exactly one of cluster (KRaft) and partition (ISR)"),
+        (lambda header: {k: v for k, v in header.items() if k != "partition"}, "needs exactly one of cluster (KRaft) and partition (ISR)"),
+        (lambda header: header | {"node": 3}, "node 3 is not a member of the partition [1, 2]"),
+        (lambda header: header | {"partition": {"replicas": [1, 2], "min_isr": 3}}, "invalid partition: min_isr must be between 1 and the number of replicas"),
+    ],
+)
+def test_bad_isr_headers_are_refused(tmp_path, edit, message):
+    path = tmp_path / "isr.jsonl"
+    traces.write(path, isr_truncation_trace())
+    header, *steps = path.read_text().splitlines()
+    path.write_text("\n".join([json.dumps(edit(json.loads(header)))] + steps) + "\n")
+    with pytest.raises(traces.TraceError) as caught:
+        traces.read(path)
+    assert message in str(caught.value)
 
 
 def test_reference_adapter_replays_what_it_generated():
@@ -120,3 +197,19 @@ def test_a_wrong_expectation_is_reported_field_by_field():
     assert result.divergence.field == "sends"
     assert "unexpected: to 2: VoteRequest" in result.divergence.actual
     assert result.rules_failed == step.rules
+
+
+def test_a_missing_alter_isr_is_a_divergence():
+    """An ISR leader that shrinks its ISR but does not ask the controller to record it departs on `alter_isr`."""
+    from model.isr import replica
+    from model.isr.events import ShrinkIsr
+
+    trace = build_trace("shrink", PARTITION, 1, [ShrinkIsr(replica=2)], "test")
+    assert trace.steps[0].expect.alter_isr is not None and trace.steps[0].expect.alter_isr.Isr == (1,)
+
+    def silent(config, state, event):
+        transition = replica.step(config, state, event)
+        return transition._replace(outputs=tuple(o for o in transition.outputs if type(o).__name__ != "AlterIsr"))
+
+    result = replay(ModelAdapter("silent", {"isr": silent}), trace, "shrink")
+    assert (result.passed, result.divergence.step, result.divergence.field) == (False, 1, "alter_isr")

@@ -48,6 +48,7 @@ Action = Deliver | Append | StartFetch | Shrink | CrashNode | RestartNode | Elec
 class Applied(NamedTuple):
     state: PartitionState
     rules: tuple[str, ...]  # the rule IDs of every replica and controller branch the action took
+    inputs: tuple[tuple[int, object], ...]  # (replica, event) for every replica step, in order: the node-level view
 
 
 def is_up(state: PartitionState, index: int) -> bool:
@@ -66,12 +67,9 @@ class Partition:
 
     def initial(self) -> PartitionState:
         """The first replica leads epoch 0 with every replica in the ISR; logs are empty."""
-        first = self.ids[0]
-        recorded = LeaderAndIsr(Leader=first, LeaderEpoch=0, Isr=tuple(sorted(self.ids)))
-        follower_ends = tuple((r, -1) for r in self.ids[1:])
-        leader = ReplicaState(role=Role.LEADER, leader=first, isr=recorded.Isr, follower_ends=follower_ends)
-        followers = tuple(ReplicaState(leader=first) for _ in self.ids[1:])
-        return PartitionState(replicas=(leader,) + followers, controller=recorded, network=network.EMPTY, history=History())
+        recorded = LeaderAndIsr(Leader=self.ids[0], LeaderEpoch=0, Isr=tuple(sorted(self.ids)))
+        replicas = tuple(replica.initial_state(config) for config in self.replica_configs)
+        return PartitionState(replicas=replicas, controller=recorded, network=network.EMPTY, history=History())
 
     def up(self, state: PartitionState) -> frozenset[int]:
         return frozenset(r for i, r in enumerate(self.ids) if is_up(state, i))
@@ -160,28 +158,32 @@ class Partition:
             elif kind is AppendResult and output.ErrorCode == errors.NONE:
                 acked = state.replicas[self.index[node]].log[output.Offset]
                 history = replace(history, acked=tuple(sorted(history.acked + (acked,), key=record_order)))
-        return Applied(replace(state, network=bag, controller=recorded, history=history), rules)
+        return Applied(replace(state, network=bag, controller=recorded, history=history), rules, ((node, event),))
 
     def elect(self, state: PartitionState, leader: int) -> Applied:
         """The controller's election, then its LeaderAndISR command to every live replica."""
         recorded, rules = controller.elect(state.controller, self.up(state), leader)
         history = replace(state.history, elections=state.history.elections + 1)
         state = replace(state, controller=recorded, history=history)
+        inputs = ()
         for i, node in enumerate(self.ids):
             if is_up(state, i):
-                state, stepped = self.step(state, node, recorded)
+                state, stepped, stepped_inputs = self.step(state, node, recorded)
                 rules += stepped
-        return Applied(state, rules)
+                inputs += stepped_inputs
+        return Applied(state, rules, inputs)
 
     def power_failure(self, state: PartitionState, keep: tuple[int, ...]) -> Applied:
         """Every replica loses power at once, each keeping the records it had on disk."""
-        replicas, rules = [], ()
-        for config, current, kept in zip(self.replica_configs, state.replicas, keep):
-            transition = replica.step(config, current, PowerLoss(keep=kept))
+        replicas, rules, inputs = [], (), ()
+        for node, config, current, kept in zip(self.ids, self.replica_configs, state.replicas, keep):
+            event = PowerLoss(keep=kept)
+            transition = replica.step(config, current, event)
             replicas.append(transition.state)
             rules += transition.rules
+            inputs += ((node, event),)
         history = replace(state.history, power_failures=state.history.power_failures + 1)
-        return Applied(replace(state, replicas=tuple(replicas), network=network.EMPTY, history=history), rules)
+        return Applied(replace(state, replicas=tuple(replicas), network=network.EMPTY, history=history), rules, inputs)
 
 
 def holds(state: ReplicaState, record: Record) -> bool:

@@ -9,7 +9,7 @@ end of its last epoch as the leader knows it (truncation "epoch", KIP-101).
 import msgspec
 
 from model import log as logs
-from model.events import AppendResult, ClientAppend, Crash, Output, Request, Response, Send
+from model.events import AppendResult, ClientAppend, Crash, Output, Request, Response, Send, Shutdown
 from model.isr.config import ReplicaConfig
 from model.isr.events import AlterIsr, FetchNext, IsrEvent, PowerLoss, ShrinkIsr, Startup
 from model.isr.state import LeaderAndIsr, ReplicaState, Role
@@ -30,6 +30,15 @@ replace = msgspec.structs.replace
 NOT_ENOUGH_REPLICAS = errors.code_of("NOT_ENOUGH_REPLICAS")
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = errors.code_of("NOT_ENOUGH_REPLICAS_AFTER_APPEND")
 OFFSET_OUT_OF_RANGE = errors.code_of("OFFSET_OUT_OF_RANGE")
+
+
+def initial_state(config: ReplicaConfig) -> ReplicaState:
+    """A replica of a new partition: the first replica leads epoch 0 with every replica in the
+    ISR, the others follow it; logs are empty."""
+    leader = config.replicas[0]
+    if config.node_id != leader:
+        return ReplicaState(leader=leader)
+    return ReplicaState(role=Role.LEADER, leader=leader, isr=tuple(sorted(config.replicas)), follower_ends=tuple((r, -1) for r in config.followers))
 
 
 def unchanged(state: ReplicaState, *rules: str) -> Transition:
@@ -212,7 +221,8 @@ def handle_fetch_response(state: ReplicaState, response: FetchResponse, request:
     if state.role != Role.FOLLOWER or not state.fetching or request.CurrentLeaderEpoch != state.epoch:
         return unchanged(state, "ISR-FETCH-3")  # the answer to a Fetch of another epoch
     if response.ErrorCode == OFFSET_OUT_OF_RANGE:
-        return Transition(went_down(state, state.log), (), ("ISR-FETCH-4",))
+        halt = Shutdown(reason="the leader's log ends before this follower's (OFFSET_OUT_OF_RANGE, unclean election off)")
+        return Transition(went_down(state, state.log), (halt,), ("ISR-FETCH-4",))
     if response.ErrorCode != errors.NONE:
         return Transition(replace(state, fetching=False), (), ("ISR-FETCH-3",))
     log = state.log + response.Records

@@ -32,7 +32,7 @@ class ReplicaState(msgspec.Struct, frozen=True, kw_only=True):
     follower_ends: tuple[tuple[int, int], ...] = ()  # leader: (follower, log end offset as last fetched, -1 unknown)
 
 
-class LeaderAndIsr(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+class LeaderAndIsr(msgspec.Struct, frozen=True, kw_only=True, tag="leader_and_isr"):
     """The controller's record of the partition (the design's LeaderAndISR path), also the command
     it sends to brokers after an election (LeaderAndISRCommand)."""
 
