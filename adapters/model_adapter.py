@@ -1,6 +1,6 @@
 """Adapters backed by the model itself: the reference, and the mutants (one seeded bug each)."""
 
-from adapters.node_models import NodeModel, StepFunction, model_of, outputs_of
+from adapters.node_models import NodeModel, StepFunction, model_for, outputs_of
 from conformance.trace import Header, Input, Observed, Outputs
 
 
@@ -17,7 +17,7 @@ class ModelAdapter:
         self.state = None
 
     def start(self, header: Header) -> None:
-        self.model = model_of(header)
+        self.model = model_for(header.setting)
         self.step_function = self.steps.get(self.model.system, self.model.step)
         self.config = self.model.config(header.setting, header.node)
         self.state = self.model.start(self.config, header.initial)

@@ -8,7 +8,7 @@ and observe it through the functions here.
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from conformance.trace import Header, Input, Observed, Outputs, Persisted, TraceCluster, TracePartition
+from conformance.trace import Input, Observed, Outputs, Persisted, TraceCluster, TracePartition
 from model import node as nodes
 from model.config import NodeConfig
 from model.events import AppendResult, Request, Send, Shutdown
@@ -84,8 +84,9 @@ MODELS = {
 }
 
 
-def model_of(header: Header) -> NodeModel:
-    return MODELS[header.system]
+def model_for(setting: TraceCluster | TracePartition) -> NodeModel:
+    """The model of a node of this KRaft cluster or ISR partition (a trace header's `setting`)."""
+    return MODELS["kraft" if type(setting) is TraceCluster else "isr"]
 
 
 def outputs_of(event: Input, transition: Transition) -> Outputs:

@@ -8,7 +8,7 @@ changed. A trace's expectations are always the reference model's, stepped over i
 import random
 from collections.abc import Callable, Iterable
 
-from adapters.node_models import MODELS, NodeModel, outputs_of
+from adapters.node_models import NodeModel, model_for, outputs_of
 from conformance import trace as traces
 from conformance.describe_steps import message_text
 from conformance.kraft_system import request_epoch
@@ -22,10 +22,6 @@ from spec import errors
 
 Setting = TraceCluster | TracePartition
 NodeInputs = tuple[int, list[Input]]  # a node and its inputs, in order
-
-
-def model_for(setting: Setting) -> NodeModel:
-    return MODELS["kraft" if type(setting) is TraceCluster else "isr"]
 
 
 def input_kind(event: Input) -> str:
