@@ -4,7 +4,7 @@ An adapter wraps one node of the implementation under test. For each trace kraft
 `start` once, then `step` once per input, and `observe` after each step when the trace
 records the node's state; `close` always ends the trace, whatever happened. Every call is
 synchronous: `step` returns everything the node did in answer to that input (see
-conformance.trace.Outputs). Inputs are model events (model/events.py), messages use the
+spec.trace.Outputs). Inputs are model events (model/events.py), messages use the
 field names of the Kafka schemas in spec/schemas.
 
 An implementation in another language plugs in through `subprocess:COMMAND`, the JSON-lines
@@ -14,8 +14,8 @@ Protocol directly.
 
 from typing import Protocol
 
-from conformance.trace import Header, Observed, Outputs
 from model.events import Event
+from spec.trace import Header, Observed, Outputs
 
 
 class AdapterError(Exception):

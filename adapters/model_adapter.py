@@ -1,7 +1,7 @@
 """Adapters backed by the model itself: the reference, and the mutants (one seeded bug each)."""
 
 from adapters.node_models import NodeModel, StepFunction, model_for, outputs_of
-from conformance.trace import Header, Input, Observed, Outputs
+from spec.trace import Header, Input, Observed, Outputs
 
 
 class ModelAdapter:

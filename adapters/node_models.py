@@ -8,7 +8,6 @@ and observe it through the functions here.
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from conformance.trace import Input, Observed, Outputs, Persisted, TraceCluster, TracePartition
 from model import node as nodes
 from model.config import NodeConfig
 from model.events import AppendResult, Request, Send, Shutdown
@@ -20,6 +19,7 @@ from model.isr.state import Role as IsrRole
 from model.messages import REQUEST_TYPES
 from model.state import NodeState, Role
 from model.transitions import Transition
+from spec.trace import Input, Observed, Outputs, Persisted, TraceCluster, TracePartition
 
 StepFunction = Callable[[Any, Any, Input], Transition]
 """model.node.step or model.isr.replica.step, or a variant of one (a mutant)."""

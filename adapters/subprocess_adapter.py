@@ -23,10 +23,10 @@ import typing
 import msgspec
 
 from adapters.contract import AdapterError
-from conformance.trace import Header, Input, Observed, Outputs
 from model.events import AppendResult, Send
 from model.isr.events import AlterIsr
 from model.messages import Message
+from spec.trace import Header, Input, Observed, Outputs
 
 STOP_GRACE_SECONDS = 1.0  # how long close() lets the process exit after "stop" before killing it
 QUOTE_CHARS = 200  # how much of an invalid reply an error quotes

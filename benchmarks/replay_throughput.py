@@ -16,9 +16,9 @@ from pathlib import Path
 from tabulate import tabulate
 
 from adapters.registry import adapter_factory
-from conformance import trace as traces
-from conformance.corpus import DEFAULT_CORPUS
-from conformance.replay import replay, trace_files
+from conformance.certify.replay import replay, trace_files
+from conformance.corpus.generate import DEFAULT_CORPUS
+from spec import trace as traces
 
 EXAMPLE = f"subprocess:{sys.executable} -m adapters.example_node"
 

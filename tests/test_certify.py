@@ -10,12 +10,12 @@ import pytest
 
 from adapters.model_adapter import ModelAdapter
 from adapters.mutants import MUTANTS, mutant_adapter
-from conformance import trace as traces
-from conformance.certify import certify
-from conformance.check_config import resolve
-from conformance.cli import CORPUS_CONFIGS, main
-from conformance.corpus import DEFAULT_CORPUS, MANIFEST, GenerateOptions, generate, write_corpus
-from conformance.replay import replay, trace_files
+from conformance.certify.certification import certify
+from conformance.certify.replay import replay, trace_files
+from conformance.cli import main
+from conformance.corpus.generate import CORPUS_CONFIGS, DEFAULT_CORPUS, MANIFEST, GenerateOptions, generate, write_corpus
+from conformance.explore.configs import resolve
+from spec import trace as traces
 from spec.rules import load_rules
 
 SHIPPED = trace_files(DEFAULT_CORPUS)

@@ -8,10 +8,10 @@ import functools
 
 import pytest
 
-from conformance.check import system_for
-from conformance.check_config import resolve
-from conformance.engine import explore
-from conformance.sharded import explore_sharded
+from conformance.explore.check import system_for
+from conformance.explore.configs import resolve
+from conformance.explore.engine import explore
+from conformance.explore.sharded import explore_sharded
 
 PINNED = {
     # name: (distinct, generated, depth)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from conformance.simulate import run
+from conformance.explore.simulate import run
 from model import properties
 from model.cluster import Bounds, Cluster, Deliver
 from model.config import ClusterConfig

@@ -8,8 +8,8 @@ are reachable, or what the safety properties say about them.
 import msgspec
 import pytest
 
-from conformance.kraft_system import KraftSystem, dead_fields
-from conformance.engine import explore
+from conformance.explore.engine import explore
+from conformance.explore.kraft_system import KraftSystem, dead_fields
 from model import properties
 from model.cluster import Bounds, Cluster
 from model.config import ClusterConfig

@@ -11,10 +11,10 @@ import json
 import pytest
 
 from conformance import cli
-from conformance.check import system_for
-from conformance.check_config import resolve
-from conformance.engine import explore
-from conformance.sharded import explore_sharded
+from conformance.explore.check import system_for
+from conformance.explore.configs import resolve
+from conformance.explore.engine import explore
+from conformance.explore.sharded import explore_sharded
 
 VARIANTS = {
     # profile: (configuration, overrides, violated property, counterexample length in steps)

@@ -11,18 +11,20 @@ import msgspec
 import pytest
 
 from adapters.model_adapter import ModelAdapter
-from conformance import check_config, cli
-from conformance import trace as traces
-from conformance.replay import replay
-from conformance.check import system_for
-from conformance.check_config import IsrCheckConfig, resolve
-from conformance.engine import explore
-from conformance.isr_system import IsrSystem
+from conformance import cli
+from conformance.certify.replay import replay
+from conformance.corpus.generate import CORPUS_CONFIGS
+from conformance.explore import configs as check_config
+from conformance.explore.check import system_for
+from conformance.explore.configs import IsrCheckConfig, resolve
+from conformance.explore.engine import explore
+from conformance.explore.isr_system import IsrSystem
 from model.cluster import Append, CrashNode, RestartNode
 from model.config import ConfigError
 from model.isr.cluster import Elect, PowerFailure
 from model.isr.state import Role
 from model.messages import Record
+from spec import trace as traces
 
 HOLDS, VIOLATED = "holds", "violated"
 
@@ -52,7 +54,7 @@ def results():
 
 def test_every_isr_configuration_is_pinned():
     """All but the corpus's search, which is bounded by states visited (see tests/test_certify.py)."""
-    isr = {name for name, config in check_config.named_configs().items() if isinstance(config, IsrCheckConfig) and name not in cli.CORPUS_CONFIGS}
+    isr = {name for name, config in check_config.named_configs().items() if isinstance(config, IsrCheckConfig) and name not in CORPUS_CONFIGS}
     assert isr == set(PINNED)
 
 

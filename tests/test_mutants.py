@@ -12,7 +12,6 @@ import pytest
 
 from adapters.mutants import MUTANTS, mutant_adapter
 from adapters.node_models import MODELS, outputs_of
-from conformance.trace import Observed, Outputs
 from model.config import NodeConfig
 from model.events import AppendResult, ClientAppend, Event, Request, Response, Restart, Send
 from model.isr.config import ReplicaConfig
@@ -42,6 +41,7 @@ from model.state import NodeState, Role
 from model.transitions import Transition
 from spec import errors
 from spec.rules import load_rules
+from spec.trace import Observed, Outputs
 
 CLUSTER_ID = "kraft-cluster"
 NO_EPOCH = EpochEndOffset(Epoch=-1, EndOffset=-1)

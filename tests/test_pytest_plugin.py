@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from adapters.registry import adapter_factory
-from conformance.check_config import resolve
-from conformance.corpus import GenerateOptions, generate, write_corpus
-from conformance.replay import replay_file, trace_files
+from conformance.certify.replay import replay_file, trace_files
+from conformance.corpus.generate import GenerateOptions, generate, write_corpus
+from conformance.explore.configs import resolve
 
 pytest_plugins = ["pytester"]
 

@@ -13,7 +13,6 @@ import pytest
 from adapters.contract import AdapterError
 from adapters.model_adapter import ModelAdapter
 from adapters.subprocess_adapter import SubprocessAdapter
-from conformance.trace import FORMAT_VERSION, KIND, Header, Outputs, Persisted, TraceCluster, TracePartition
 from model.events import AppendResult, ClientAppend, Crash, Request, Resign, Response, Restart, Timer, TimerKind
 from model.isr.events import AlterIsr, FetchNext, PowerLoss, ShrinkIsr, Startup
 from model.isr.state import LeaderAndIsr
@@ -32,6 +31,7 @@ from model.messages import (
     VoteResponse,
 )
 from spec import errors
+from spec.trace import FORMAT_VERSION, KIND, Header, Outputs, Persisted, TraceCluster, TracePartition
 
 EXAMPLE_NODE = f"{shlex.quote(sys.executable)} -m adapters.example_node"
 CLUSTER_ID = "kraft-cluster"

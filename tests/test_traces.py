@@ -8,10 +8,8 @@ import pytest
 
 from adapters.model_adapter import ModelAdapter
 from adapters.mutants import mutant_adapter
-from conformance import trace as traces
-from conformance.cells import build_trace
-from conformance.replay import replay
-from conformance.trace import TraceCluster, TracePartition
+from conformance.certify.replay import replay
+from conformance.corpus.reference import build_trace
 from model.events import Crash, Response, Timer, TimerKind
 from model.isr.events import FetchNext, Startup
 from model.isr.state import LeaderAndIsr
@@ -25,6 +23,8 @@ from model.messages import (
     VoteRequest,
     VoteResponse,
 )
+from spec import trace as traces
+from spec.trace import TraceCluster, TracePartition
 
 CLUSTER = TraceCluster(voters=(1, 2, 3))
 PARTITION = TracePartition(replicas=(1, 2), min_isr=1, truncation="epoch")
@@ -177,14 +177,14 @@ def test_bad_isr_headers_are_refused(tmp_path, edit, message):
 
 
 def test_reference_adapter_replays_what_it_generated():
-    from conformance.replay import replay
+    from conformance.certify.replay import replay
 
     result = replay(ModelAdapter("reference"), election_trace(), "election")
     assert result.passed and result.steps_run == 2
 
 
 def test_a_wrong_expectation_is_reported_field_by_field():
-    from conformance.replay import replay
+    from conformance.certify.replay import replay
 
     trace = election_trace()
     step = trace.steps[0]

@@ -2,22 +2,20 @@
 
 import functools
 import json
-import os
-import sys
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 from tabulate import tabulate
 
-from conformance import describe_steps
-from conformance import trace as traces
-from conformance.check_config import CheckConfig, IsrCheckConfig
-from conformance.engine import Progress, Result, explore
-from conformance.isr_system import IsrSystem, steps_table
-from conformance.kraft_system import KraftSystem
-from conformance.sharded import explore_sharded
+from conformance import text
+from conformance.explore.configs import CheckConfig, IsrCheckConfig
+from conformance.explore.engine import Progress, Result, Violation, explore
+from conformance.explore.isr_system import IsrSystem
+from conformance.explore.kraft_system import KraftSystem
+from conformance.explore.sharded import explore_sharded
 from model.cluster import Cluster
+from spec.trace import write_bytes_atomically
 
 
 def system_for(config: CheckConfig | IsrCheckConfig) -> KraftSystem | IsrSystem:
@@ -91,8 +89,8 @@ def counterexample_steps(system: KraftSystem | IsrSystem, path: list) -> list[di
         steps.append(
             {
                 "step": number,
-                "action": describe_steps.action_text(action),
-                "changed": describe_steps.changes(cluster.ids, previous, state),
+                "action": text.action_text(action),
+                "changed": text.changes(cluster.ids, previous, state),
                 "rules": list(transition.rules) if transition else [],
                 "encoded_action": msgspec.to_builtins(action),
             }
@@ -106,83 +104,28 @@ def counterexample_table(steps: list[dict]) -> str:
     return tabulate(rows, headers=("step", "action", "what changed", "rules"), tablefmt="simple", maxcolwidths=[None, 55, 70, 30])
 
 
-def write_atomically(path: Path, lines: list[str]) -> None:
-    """Write the whole file or nothing: a temporary file renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w") as out:
-            out.writelines(line + "\n" for line in lines)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
-def save_counterexample(directory: Path, name: str, data: dict, violation, steps: list[dict]) -> Path:
+def save_counterexample(directory: Path, name: str, data: dict, violation: Violation, steps: list[dict]) -> Path:
+    """The counterexample as JSON Lines: a header naming the configuration and property, then the steps."""
     path = directory / f"counterexample-{name}-{violation.rule}.jsonl"
     header = {"kind": "kraftcheck-counterexample", "format_version": 1, "config": name, "bounds": data["bounds"], "property": violation.rule, "detail": violation.detail}
-    write_atomically(path, [json.dumps(header)] + [json.dumps(step) for step in steps])
+    lines = [json.dumps(header)] + [json.dumps(step) for step in steps]
+    write_bytes_atomically(path, "".join(line + "\n" for line in lines).encode())
     return path
 
 
-def save_replica_traces(directory: Path, name: str, violation, system: IsrSystem, path: list) -> list[Path]:
-    """An ISR counterexample as one conformance trace per replica, under counterexample-NAME-PROPERTY/."""
-    folder = directory / f"counterexample-{name}-{violation.rule}"
-    saved = []
-    for built in system.replica_traces(path, folder.name).values():
-        target = folder / f"{built.header.name}.jsonl"
-        traces.write(target, built)
-        saved.append(target)
-    return saved
-
-
-def run_check(
-    name: str, config: CheckConfig | IsrCheckConfig, *, keep_going: bool, as_json: bool, out: Path, max_states: int | None, workers: int
-) -> int:
-    """Explore, print the summary and each counterexample, save the counterexamples; exit 1 on a violation.
+def check(
+    config: CheckConfig | IsrCheckConfig, *, keep_going: bool, max_states: int | None, workers: int, progress: Callable[[Progress], None] | None
+) -> tuple[KraftSystem | IsrSystem, Result, int]:
+    """Explore a configuration: its system, the result and the worker count actually used.
 
     ISR configurations run on the in-process engine (their state spaces are small) and may ask
     to keep going, so that every property gets its shortest counterexample.
     """
     system = system_for(config)
-    isr = isinstance(system, IsrSystem)
-    if isr:
+    if isinstance(system, IsrSystem):
         keep_going, workers = keep_going or config.keep_going, 1
-    live = sys.stderr.isatty() and not as_json
-
-    def progress(p: Progress) -> None:
-        rate = p.distinct / p.seconds if p.seconds else 0
-        line = f"\r  distinct {p.distinct:,}  {rate:,.0f} states/s  depth {p.depth}  queue {p.queue:,}  {p.seconds:.0f}s"
-        print(line, end="", file=sys.stderr, flush=True)
-
-    report = progress if live else None
     if workers > 1:
-        result = explore_sharded(
-            functools.partial(system_for, config), workers, keep_going=keep_going, max_states=max_states, progress=report, local=system
-        )
+        result = explore_sharded(functools.partial(system_for, config), workers, keep_going=keep_going, max_states=max_states, progress=progress, local=system)
     else:
-        result = explore(system, keep_going=keep_going, max_states=max_states, progress=report)
-    if live:
-        print(file=sys.stderr)
-    data = summary(name, config, system, result, workers=workers)
-    saved = []
-    for counterexample in result.counterexamples:
-        steps = counterexample_steps(system, counterexample.path)
-        path = save_counterexample(out, name, data, counterexample.violation, steps)
-        replica_traces = save_replica_traces(out, name, counterexample.violation, system, counterexample.path) if isr else []
-        saved.append((counterexample, steps, path, replica_traces))
-    if as_json:
-        data["counterexample_files"] = [str(path) for _, _, path, _ in saved]
-        if isr:
-            data["counterexample_traces"] = [str(trace) for _, _, _, replica_traces in saved for trace in replica_traces]
-        print(json.dumps(data))
-    else:
-        print(summary_table(data))
-        for counterexample, steps, path, replica_traces in saved:
-            print(f"\n{counterexample.violation.rule} violated after {len(counterexample.path) - 1} steps: {counterexample.violation.detail}")
-            print(steps_table(steps) if isr else counterexample_table(steps))
-            print(f"saved: {path}")
-            if replica_traces:
-                print(f"as conformance traces, one per replica: {replica_traces[0].parent}/ ({len(replica_traces)} files)")
-    return 1 if result.counterexamples else 0
+        result = explore(system, keep_going=keep_going, max_states=max_states, progress=progress)
+    return system, result, workers

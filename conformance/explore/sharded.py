@@ -6,7 +6,7 @@ the worker that found them, and equal states still always meet at one owner. It 
 its own frontier; successors it does not own travel to their owner as the fingerprints of
 their parts (node states, history, messages), with the parts themselves sent only the first
 time that worker needs them. The coordinator routes those batches, merges the findings with
-the same rule as conformance.engine, and rebuilds counterexamples from the owners' parent
+the same rule as conformance.explore.engine, and rebuilds counterexamples from the owners' parent
 links, so the counts and counterexamples equal the single-process engine's.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import msgspec
 
-from conformance.engine import Counterexample, Findings, ParentLinks, Progress, Result, Violation, shortest_path
-from conformance.kraft_system import KraftSystem
+from conformance.explore.engine import Counterexample, Findings, ParentLinks, Progress, Result, Violation, shortest_path
+from conformance.explore.kraft_system import KraftSystem
 from model.cluster import History
 from model.network import Envelope
 from model.state import NodeState
@@ -202,7 +202,7 @@ def explore_sharded(
     progress: Callable[[Progress], None] | None = None,
     local: KraftSystem | None = None,
 ) -> Result:
-    """conformance.engine.explore's search, spread over `workers` processes.
+    """conformance.explore.engine.explore's search, spread over `workers` processes.
 
     Counterexample paths are rebuilt in `local` (a fresh system if None): pass the system the
     caller will decode them with.

@@ -1,4 +1,4 @@
-"""`kraftcheck rules`: the rule catalogue as a table, and its measured test coverage."""
+"""Rule coverage measured from the rule tests: run them with the recording plugin, tabulate per rule."""
 
 import json
 import os
@@ -9,18 +9,13 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from spec.rules import Rule, load_rules
+from spec.rules import Rule
 
-RULE_TESTS = Path(__file__).resolve().parent.parent / "tests" / "rules"
+RULE_TESTS = Path(__file__).resolve().parents[2] / "tests" / "rules"
 
 
 class CoverageError(RuntimeError):
     """The rule tests could not be run to measure coverage."""
-
-
-def rules_table(rules: tuple[Rule, ...]) -> str:
-    rows = [(r.id, r.title, r.section) for r in rules]
-    return tabulate(rows, headers=("rule", "title", "source section"), tablefmt="simple")
 
 
 def measure_coverage(test_dir: Path = RULE_TESTS) -> dict[str, list[str]]:
@@ -29,7 +24,7 @@ def measure_coverage(test_dir: Path = RULE_TESTS) -> dict[str, list[str]]:
         raise CoverageError(f"no rule tests at {test_dir} (coverage is measured from a source checkout)")
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "coverage.json"
-        command = [sys.executable, "-m", "pytest", str(test_dir), "-q", "-p", "conformance.coverage", "--rule-coverage", str(report), "-p", "no:cacheprovider"]
+        command = [sys.executable, "-m", "pytest", str(test_dir), "-q", "-p", "conformance.coverage.recorder", "--rule-coverage", str(report), "-p", "no:cacheprovider"]
         env = os.environ | {"PYTHONDONTWRITEBYTECODE": "1"}
         done = subprocess.run(command, capture_output=True, text=True, cwd=test_dir.parent.parent, env=env)
         if not report.exists():
@@ -51,29 +46,3 @@ def coverage_report(rules: tuple[Rule, ...], by_rule: dict[str, list[str]]) -> t
         rows.append((r.id, len(tests), shown or "NOT COVERED"))
     covered = sum(1 for r in rules if by_rule.get(r.id))
     return tabulate(rows, headers=("rule", "tests", "exercised by"), tablefmt="simple"), covered
-
-
-def main_rules(args) -> int:
-    rules = load_rules()
-    if args.group:
-        rules = tuple(r for r in rules if r.group == args.group.upper())
-        if not rules:
-            groups = sorted({r.group for r in load_rules()})
-            print(f"kraftcheck: no rules in group {args.group!r}; groups: {', '.join(groups)}", file=sys.stderr)
-            return 2
-    if not args.coverage:
-        if args.json:
-            print(json.dumps([{"id": r.id, "title": r.title, "text": r.text, "source": r.source, "section": r.section, "note": r.note} for r in rules], indent=1))
-        else:
-            print(rules_table(rules))
-            print(f"{len(rules)} rules")
-        return 0
-    try:
-        by_rule = measure_coverage()
-    except CoverageError as error:
-        print(f"kraftcheck: {error}", file=sys.stderr)
-        return 2
-    table, covered = coverage_report(rules, by_rule)
-    print(table)
-    print(f"rules covered: {covered}/{len(rules)}")
-    return 0 if covered == len(rules) else 1

@@ -1,8 +1,8 @@
 """The conformance corpus: node-level traces chosen by coverage, generated from exploration.
 
-For each configuration, a KRaft cluster's (conformance/kraft_corpus.py) or an ISR partition's
-(conformance/isr_corpus.py), a breadth-first search finds the shortest path to every coverage
-cell (conformance/cells.py) and projects it onto the node that took the step; seeded random
+For each configuration, a KRaft cluster's (conformance/corpus/kraft.py) or an ISR partition's
+(conformance/corpus/isr.py), a breadth-first search finds the shortest path to every coverage
+cell (conformance/corpus/cells.py) and projects it onto the node that took the step; seeded random
 walks add long interleavings. Every trace's expected outputs come from the reference model
 stepping the projected inputs, and its last step must cover the cells it was chosen for.
 Everything is deterministic: the same configurations and options give the same bytes.
@@ -16,14 +16,17 @@ from pathlib import Path
 
 import msgspec
 
-from conformance import isr_corpus, kraft_corpus
-from conformance import trace as traces
-from conformance.cells import build_trace, cells_of_last_step
-from conformance.check_config import CheckConfig, IsrCheckConfig
-from conformance.trace import Input, Trace
+from conformance.corpus import isr as isr_corpus
+from conformance.corpus import kraft as kraft_corpus
+from conformance.corpus.cells import cells_of_last_step
+from conformance.corpus.reference import build_trace
+from conformance.explore.configs import CheckConfig, IsrCheckConfig
+from spec import trace as traces
+from spec.trace import Input, Trace
 
 MANIFEST = "manifest.json"
-DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / "traces"  # the shipped corpus
+CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-isr")  # what the shipped corpus is generated from
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "traces"  # the shipped corpus
 
 
 class GenerateOptions(msgspec.Struct, frozen=True, kw_only=True):

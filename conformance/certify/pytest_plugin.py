@@ -14,7 +14,7 @@ import pytest
 
 if TYPE_CHECKING:
     from adapters.contract import Adapter
-    from conformance.replay import TraceResult
+    from conformance.certify.replay import TraceResult
 
 
 class _Run(NamedTuple):
@@ -55,9 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if adapter is None:
         return
     from adapters.registry import DEFAULT_STEP_TIMEOUT, UnknownAdapter, adapter_factory
-    from conformance.corpus import DEFAULT_CORPUS
-    from conformance.replay import trace_files
-    from conformance.trace import TraceError
+    from conformance.certify.replay import trace_files
+    from conformance.corpus.generate import DEFAULT_CORPUS
+    from spec.trace import TraceError
 
     timeout = config.getoption("kraftcheck_step_timeout")
     if timeout is not None and timeout <= 0:
@@ -119,7 +119,7 @@ class TraceItem(pytest.Item):
         self.make_adapter = make_adapter
 
     def runtest(self) -> None:
-        from conformance.replay import replay_file
+        from conformance.certify.replay import replay_file
 
         result = replay_file(self.make_adapter, self.path)
         if not result.passed:

@@ -2,7 +2,7 @@
 for inputs the cluster never sends, and random walks, all projected onto single nodes.
 
 A breadth-first search of a configuration's cluster states notes, for every node step it
-meets, the coverage cells it covers (conformance/cells.py); the first time a cell is met, the
+meets, the coverage cells it covers (conformance/corpus/cells.py); the first time a cell is met, the
 cluster path that led there is the shortest, and it is projected onto the node that took the
 step. Probes add inputs the cluster itself never sends (DescribeQuorum from an admin client,
 OffsetsForLeaderEpoch, requests of another cluster, requests delivered to the wrong node) at
@@ -12,11 +12,12 @@ every node state met, and are kept when they reach a new cell.
 import msgspec
 
 from adapters.node_models import MODELS
-from conformance.cells import NodeInputs, cells, path_to, random_walk
-from conformance.check import system_for
-from conformance.check_config import CheckConfig
-from conformance.kraft_system import KraftSystem
-from conformance.trace import Input, TraceCluster
+from conformance.corpus.cells import cells
+from conformance.corpus.reference import NodeInputs
+from conformance.corpus.walks import path_to, random_walk
+from conformance.explore.check import system_for
+from conformance.explore.configs import CheckConfig
+from conformance.explore.kraft_system import KraftSystem
 from model import node as nodes
 from model.cluster import Cluster, Deliver, Drop, event_of
 from model.events import Request, Response
@@ -24,6 +25,7 @@ from model.messages import BeginQuorumEpochRequest, DescribeQuorumRequest, EndQu
 from model.network import Envelope
 from model.state import NodeState
 from spec import errors
+from spec.trace import Input, TraceCluster
 
 KRAFT = MODELS["kraft"]
 OTHER_CLUSTER = "other-cluster"

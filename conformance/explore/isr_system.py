@@ -10,10 +10,8 @@ from collections.abc import Iterator
 import msgspec
 from tabulate import tabulate
 
-from conformance.cells import build_trace
-from conformance.engine import Violation
-from conformance.kraft_system import stable_fingerprint
-from conformance.trace import Trace, TracePartition
+from conformance.explore.engine import Violation
+from conformance.explore.kraft_system import stable_fingerprint
 from model.cluster import Append, CrashNode, Deliver, RestartNode
 from model.isr import properties
 from model.isr.cluster import Action, Elect, Partition, Shrink, StartFetch
@@ -64,20 +62,6 @@ class IsrSystem:
             )
             previous = state
         return steps
-
-    def replica_traces(self, path: list, name: str) -> dict[int, Trace]:
-        """A counterexample as conformance traces, one per replica that took a step: its inputs
-        along the path, with the reference's expectations, replayable by `kraftcheck certify`."""
-        inputs: dict[int, list] = {r: [] for r in self.partition.ids}
-        previous = path[0][1]
-        for action, state in path[1:]:
-            for node, event in self.partition.apply(previous, action).inputs:
-                inputs[node].append(event)
-            previous = state
-        config = self.partition.config
-        setting = TracePartition(replicas=config.replicas, min_isr=config.min_isr, truncation=config.truncation)
-        origin = f"{name}: replica {{}}'s inputs along the counterexample"
-        return {node: build_trace(f"{name}-replica{node}", setting, node, events, origin.format(node)) for node, events in inputs.items() if events}
 
     def snapshot(self, state: PartitionState) -> dict:
         recorded = state.controller

@@ -13,8 +13,9 @@ from collections.abc import Iterator
 
 import msgspec
 
-from conformance.engine import Violation
+from conformance.explore.engine import Violation
 from model import network, properties, symmetry
+from model import node as nodes
 from model.cluster import (
     Action,
     Append,
@@ -33,7 +34,6 @@ from model.cluster import (
 from model.config import ClusterConfig
 from model.messages import BeginQuorumEpochResponse, FetchResponse
 from model.state import NodeState
-from model import node as nodes
 
 _encode = msgspec.msgpack.Encoder(order="deterministic").encode
 

@@ -1,4 +1,4 @@
-"""Readable renderings of cluster actions and of what each step changed, for people."""
+"""Readable renderings of cluster actions, messages and what each step changed, for people (every stage)."""
 
 from model.cluster import Action, Append, ClusterState, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
 from model.state import NodeState

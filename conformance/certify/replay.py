@@ -14,10 +14,10 @@ from pathlib import Path
 import msgspec
 
 from adapters.contract import Adapter, AdapterError
-from conformance import trace as traces
-from conformance.describe_steps import message_text
-from conformance.trace import Observed, Outputs, Step, Trace
+from conformance.text import message_text
 from spec import errors
+from spec import trace as traces
+from spec.trace import Observed, Outputs, Step, Trace
 
 
 class Divergence(msgspec.Struct, frozen=True, kw_only=True):
@@ -188,3 +188,9 @@ def replay_file(make_adapter: Callable[[], Adapter], path: Path) -> TraceResult:
     except traces.TraceError as error:
         return TraceResult(trace=str(path), name=path.stem, node=-1, steps=0, steps_run=0, passed=False, failure=f"invalid trace: {error}")
     return replay(make_adapter(), trace, str(path))
+
+def failure_text(result: TraceResult) -> str:
+    if result.failure:
+        return result.failure
+    d = result.divergence
+    return f"step {d.step} ({d.input}): {d.field}: expected {d.expected}, got {d.actual} [rules {' '.join(d.rules) or '-'}]"

@@ -1,7 +1,7 @@
 """The ISR side of corpus generation: a coverage-guided search of a partition's states, probes
 for requests and answers the partition never sends, and random walks, projected onto replicas.
 
-As for KRaft (conformance/kraft_corpus.py), a breadth-first search notes the first (shortest)
+As for KRaft (conformance/corpus/kraft.py), a breadth-first search notes the first (shortest)
 path to every coverage cell and projects it onto the replica that took the step; a controller
 election or a power failure steps every replica it reaches, and each of those steps counts.
 Probes, at every replica state met: OffsetsForLeaderEpoch and Fetch requests around the
@@ -12,11 +12,12 @@ answers to the replica's own requests in flight.
 import msgspec
 
 from adapters.node_models import MODELS
-from conformance.cells import NodeInputs, cells, path_to, random_walk
-from conformance.check_config import IsrCheckConfig
-from conformance.kraft_corpus import offsets_probes
-from conformance.kraft_system import stable_fingerprint
-from conformance.trace import Input, TracePartition
+from conformance.corpus.cells import cells
+from conformance.corpus.kraft import offsets_probes
+from conformance.corpus.reference import NodeInputs
+from conformance.corpus.walks import path_to, random_walk
+from conformance.explore.configs import IsrCheckConfig
+from conformance.explore.kraft_system import stable_fingerprint
 from model import log as logs
 from model import network
 from model.cluster import Deliver
@@ -27,6 +28,7 @@ from model.isr.state import PartitionState, ReplicaState
 from model.messages import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
 from model.network import Envelope
 from spec import errors
+from spec.trace import Input, TracePartition
 
 ISR = MODELS["isr"]
 ANSWER_ERRORS = {

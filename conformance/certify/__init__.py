@@ -1,0 +1,12 @@
+"""Certification: replay the corpus through an adapter and judge, rule by rule.
+
+replay         drive an adapter through one trace; the first divergence
+verdicts       the verdict per rule, the run's totals, the coverage matrix
+shorten        a divergent trace cut to the steps that still make the adapter depart
+certification  the whole run: replay every trace, shorten, write the reports
+mutation       the mutation score over the seeded-bug adapters
+reports/       one module per report format (Markdown, JUnit XML, terminal) and their publishing
+pytest_plugin  every trace a pytest test, for an implementer's CI
+
+Imports spec/, model/, adapters/, conformance.explore and conformance.corpus.
+"""

@@ -1,0 +1,88 @@
+"""Certification: replay a corpus through an adapter and report, rule by rule, where it departs.
+
+The reports (Markdown for people, JSON for tools, JUnit XML for CI) are written atomically
+under the output directory, with a shortened reproducing trace for every divergence.
+"""
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from adapters.contract import Adapter
+from conformance.certify.replay import of_systems, replay_file, trace_files
+from conformance.certify.reports.publish import REPORT_FILES, write_reports
+from conformance.certify.shorten import shorten
+from conformance.certify.verdicts import Certification, coverage_matrix, verdicts
+from spec import trace as traces
+
+
+def certify(
+    adapter_name: str,
+    make_adapter: Callable[[], Adapter],
+    corpus: Path,
+    out: Path,
+    progress: Callable[[int, int, int], None] | None = None,
+    systems: tuple[str, ...] | None = None,
+) -> Certification:
+    """Replay every trace of the corpus (of the given systems only, if any), shorten each
+    divergence, write the reports."""
+    start = time.perf_counter()
+    files = of_systems(trace_files(corpus), systems)
+    if not files:
+        raise traces.TraceError(f"{corpus}: no traces of the system(s) {', '.join(systems or ())}")
+    results = []
+    failed = 0
+    for number, path in enumerate(files, start=1):
+        result = replay_file(make_adapter, path)
+        results.append(result)
+        failed += not result.passed
+        if progress:
+            progress(number, len(files), failed)
+    read = []
+    shortened: dict[str, str] = {}
+    for path, result in zip(files, results):
+        try:
+            built = traces.read(path)
+        except traces.TraceError:
+            continue
+        read.append(built)
+        if result.divergence is not None:
+            short = shorten(make_adapter, built, result.divergence.step)
+            target = out / "divergences" / f"{path.stem}.jsonl"
+            traces.write(target, short)
+            shortened[str(path)] = str(target)
+    rules = verdicts(results)
+    report = Certification(
+        adapter=adapter_name,
+        corpus=str(corpus),
+        traces=len(results),
+        passed=len(results) - failed,
+        failed=failed,
+        steps=sum(r.steps for r in results),
+        steps_run=sum(r.steps_run for r in results),
+        seconds=round(time.perf_counter() - start, 3),
+        rules_failed=tuple(v.rule for v in rules if v.verdict == "departs"),
+        rules=rules,
+        results=tuple(results),
+        shortened=shortened,
+        coverage=coverage_matrix(read),
+    )
+    write_reports(out, report)
+    return report
+
+
+def summary(report: Certification, out: Path) -> dict:
+    """The object `certify --json` prints."""
+    return {
+        "adapter": report.adapter,
+        "corpus": report.corpus,
+        "traces": report.traces,
+        "passed": report.passed,
+        "failed": report.failed,
+        "steps": report.steps,
+        "rules_failed": list(report.rules_failed),
+        "rules_conforming": sum(v.verdict == "conforms" for v in report.rules),
+        "rules_not_exercised": [v.rule for v in report.rules if v.verdict == "not exercised"],
+        "seconds": report.seconds,
+        "reports": {kind: str(out / name) for kind, name in REPORT_FILES.items()},
+    }

@@ -1,0 +1,38 @@
+"""What `kraftcheck certify` prints: live progress and the closing summary."""
+
+import sys
+from pathlib import Path
+
+from tabulate import tabulate
+
+from conformance.certify.replay import failure_text
+from conformance.certify.reports.publish import REPORT_FILES
+from conformance.certify.verdicts import Certification
+
+
+def terminal_summary(report: Certification, out: Path, show: int = 15) -> str:
+    counts = {verdict: sum(v.verdict == verdict for v in report.rules) for verdict in ("conforms", "departs", "not exercised")}
+    rows = [
+        ("adapter", report.adapter),
+        ("traces", f"{report.passed} passed, {report.failed} failed, {report.traces} in all"),
+        ("steps matched", f"{report.steps_run:,} of {report.steps:,}"),
+        ("rules", f"{counts['conforms']} conform, {counts['departs']} depart, {counts['not exercised']} not exercised"),
+        ("seconds", f"{report.seconds:.1f}"),
+        ("reports", ", ".join(str(out / name) for name in REPORT_FILES.values())),
+    ]
+    text = tabulate(rows, tablefmt="simple")
+    failing = [r for r in report.results if not r.passed]
+    if failing:
+        table = [(Path(r.trace).name, r.divergence.step if r.divergence else "-", r.divergence.field if r.divergence else "adapter failed", " ".join(r.rules_failed) or "-") for r in failing[:show]]
+        text += "\n\n" + tabulate(table, headers=("failing trace", "step", "field", "rules"), tablefmt="simple", maxcolwidths=[None, None, 40, 40])
+        if len(failing) > show:
+            text += f"\n... and {len(failing) - show} more (see {out / REPORT_FILES['markdown']})"
+        first = failing[0]
+        text += f"\n\nfirst divergence, {first.trace}:\n  {failure_text(first)}"
+    if report.rules_failed:
+        text += f"\n\nrules departed from: {' '.join(report.rules_failed)}"
+    return text
+
+
+def print_progress(number: int, total: int, failed: int) -> None:
+    print(f"\r  traces {number}/{total}  failed {failed}", end="" if number < total else "\n", file=sys.stderr, flush=True)

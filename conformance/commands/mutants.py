@@ -1,0 +1,30 @@
+"""`kraftcheck mutants`: list the seeded-bug adapters, or score the corpus against all of them."""
+
+import argparse
+import json
+from pathlib import Path
+
+import msgspec
+from tabulate import tabulate
+
+from adapters.mutants import MUTANTS
+from conformance.certify.mutation import mutation_scores
+from conformance.corpus.generate import DEFAULT_CORPUS
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.score:
+        scores = mutation_scores(Path(args.corpus) if args.corpus else DEFAULT_CORPUS)
+        caught = sum(s.failed > 0 for s in scores)
+        if args.json:
+            print(json.dumps({"mutants": len(scores), "caught": caught, "scores": [msgspec.to_builtins(s) for s in scores]}))
+        else:
+            rows = [(s.name, "yes" if s.failed else "NO", s.failed, s.rule, s.first) for s in scores]
+            print(tabulate(rows, headers=("mutant", "caught", "traces failed", "rule it breaks", "first caught at"), tablefmt="simple"))
+            print(f"\nmutation score: {caught}/{len(scores)} ({100 * caught / len(scores):.0f}%)")
+        return 0 if caught == len(scores) else 1
+    if args.json:
+        print(json.dumps([{"name": m.name, "description": m.description} for m in MUTANTS.values()]))
+    else:
+        print(tabulate([(m.name, m.description) for m in MUTANTS.values()], headers=("mutant", "the seeded bug"), tablefmt="simple"))
+    return 0

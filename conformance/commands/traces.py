@@ -1,0 +1,57 @@
+"""`kraftcheck traces generate | schema | show`: make the corpus, print the format's schema, read a trace."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tabulate import tabulate
+
+from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, generate, write_corpus
+from conformance.explore.configs import resolve
+from spec import trace as traces
+
+
+def generate_corpus(args: argparse.Namespace) -> int:
+    names = args.config or list(CORPUS_CONFIGS)
+    configs = [(name, resolve(name, {})) for name in names]
+    options = GenerateOptions(max_states=args.max_states, walks=args.walks, walk_steps=args.walk_steps, seed=args.seed)
+    corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr))
+    write_corpus(Path(args.out), corpus, manifest)
+    rows = [
+        ("configurations", ", ".join(names)),
+        ("traces", manifest.traces),
+        ("steps", f"{manifest.steps:,}"),
+        ("coverage cells", manifest.cells),
+        ("rules exercised", len(manifest.rules)),
+        ("content hash", manifest.content_hash),
+        ("written to", args.out),
+    ]
+    print(tabulate(rows, tablefmt="simple"))
+    return 0
+
+
+def print_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(traces.schema(), indent=1))
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    shown = traces.read(Path(args.file))
+    header = shown.header
+    if header.cluster is not None:
+        member = f"node {header.node} of voters {list(header.cluster.voters)} observers {list(header.cluster.observers)}, profile {header.cluster.profile}"
+    else:
+        partition = header.partition
+        member = f"replica {header.node} of ISR partition {list(partition.replicas)}, min.isr {partition.min_isr}, truncation {partition.truncation}"
+    print(f"{header.name}: {member}, {header.steps} steps")
+    if header.origin:
+        print(f"origin: {header.origin}")
+    rows = []
+    for step in shown.steps:
+        state = step.state
+        answer = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in step.errors.items()) or "-"
+        after = f"{state.role} e{state.epoch} leader {state.leader_id} log {state.log_end_offset} hw {state.high_watermark}" if state else "-"
+        rows.append((step.step, step.note, answer, len(step.expect.sends), after, " ".join(step.rules)))
+    print(tabulate(rows, headers=("step", "input", "errors", "sends", "state after", "rules"), tablefmt="simple", maxcolwidths=[None, 60, 40, None, 40, 30]))
+    return 0

@@ -1,0 +1,12 @@
+"""The conformance corpus: node-level traces chosen by coverage, made from exploration.
+
+cells            coverage cells: what one node step exercised
+reference        a node's inputs -> a trace whose every expectation is the reference model's
+walks            paths through search parents, seeded random walks
+kraft, isr       per system: the coverage search, probes, random walks
+generate         the corpus of several configurations, its manifest, writing it to disk
+counterexamples  ISR counterexamples as one trace per replica
+
+Imports spec/, model/, adapters/ (the node models) and conformance.explore. A new corpus
+strategy is a module here, called from `generate`.
+"""

@@ -1,0 +1,102 @@
+"""Coverage cells, for either system's nodes (KRaft and ISR).
+
+A coverage cell is what one node step exercised: input kind | role | epoch relation |
+outcome | rule ID, the outcome being the error code answered (or received) and what the step
+changed.
+"""
+
+from adapters.node_models import NodeModel, model_for, outputs_of
+from conformance.explore.kraft_system import request_epoch
+from model.events import Request, Response, Timer
+from model.isr.state import LeaderAndIsr
+from model.messages import REQUEST_TYPES, FetchResponse, OffsetsForLeaderEpochResponse
+from model.transitions import Transition
+from spec import errors
+from spec.trace import Input, Outputs, Persisted, Trace, TraceCluster, TracePartition
+
+Setting = TraceCluster | TracePartition  # where a node under test belongs
+
+
+def input_kind(event: Input) -> str:
+    """A request's or response's message type; a timer's kind; else the event's tag."""
+    kind = type(event)
+    if kind in (Request, Response):
+        return type(event.message).__name__
+    if kind is Timer:
+        return f"timer:{event.kind.value}"
+    return kind.__struct_config__.tag
+
+
+def message_epoch(message: object) -> int | None:
+    """The epoch a message speaks for: a request's, or the epoch piggy-backed on a response."""
+    if type(message) in REQUEST_TYPES:
+        epoch = request_epoch(message)
+        return None if epoch == -1 else epoch
+    if type(message) is FetchResponse:
+        return message.CurrentLeader.LeaderEpoch
+    return getattr(message, "LeaderEpoch", None)
+
+
+def epoch_relation(epoch: int, event: Input) -> str:
+    """How the epoch an input speaks for compares with the node's: older, same, newer, or -."""
+    if type(event) in (Request, Response):
+        spoken = message_epoch(event.message)
+    elif type(event) is LeaderAndIsr:
+        spoken = event.LeaderEpoch
+    else:
+        return "-"
+    if spoken is None:
+        return "-"
+    return "older" if spoken < epoch else ("same" if spoken == epoch else "newer")
+
+
+def outcome(event: Input, outputs: Outputs) -> str:
+    """The error code a step answered with (or received), by name; Vote answers say granted or
+    not, OffsetsForLeaderEpoch answers whether they name the epoch asked, an earlier one, or none."""
+    message = outputs.response if type(event) is Request else (event.message if type(event) is Response else None)
+    if message is not None:
+        code = message.ErrorCode or getattr(message, "PartitionErrorCode", errors.NONE)
+        name = errors.name_of(code)
+        if hasattr(message, "VoteGranted") and code == errors.NONE:
+            name += ":granted" if message.VoteGranted else ":refused"
+        if type(message) is OffsetsForLeaderEpochResponse and code == errors.NONE:
+            asked = (event.message if type(event) is Request else event.request).LeaderEpoch
+            name += ":asked-epoch" if message.LeaderEpoch == asked else (":undefined" if message.LeaderEpoch == -1 else ":earlier-epoch")
+        return name
+    if outputs.append_result is not None:
+        return errors.name_of(outputs.append_result.ErrorCode)
+    return "shutdown" if outputs.shutdown else "-"
+
+
+def changes(model: NodeModel, before: object, after: object, outputs: Outputs) -> str:
+    """Which observable parts of the node a step changed, e.g. `role,epoch,log+,hw`."""
+    a, b = model.observe(before), model.observe(after)
+    changed = [field for field in ("role", "epoch", "leader_id", "voted_id") if getattr(a, field) != getattr(b, field)]
+    if a.log != b.log:
+        changed.append("log+" if b.log[: len(a.log)] == a.log else ("log-" if a.log[: len(b.log)] == b.log else "log~"))
+    if a.high_watermark != b.high_watermark:
+        changed.append("hw")
+    if a.isr != b.isr or outputs.alter_isr is not None:
+        changed.append("isr")
+    return ",".join(changed) or "="
+
+
+def cells(model: NodeModel, before: object, event: Input, transition: Transition) -> tuple[str, ...]:
+    """The coverage cells of one node step, one per rule it cites; an ISR replica's start with `isr |`."""
+    outputs = outputs_of(event, transition)
+    answered = outcome(event, outputs)
+    base = f"{input_kind(event)} | {model.role(before)} | {epoch_relation(before.epoch, event)} | {answered} {changes(model, before, transition.state, outputs)}"
+    if model.system != "kraft":
+        base = f"{model.system} | {base}"
+    return tuple(f"{base} | {rule}" for rule in (transition.rules or ("-",)))
+
+
+def cells_of_last_step(setting: Setting, node: int, built: Trace) -> tuple[str, ...]:
+    """The cells a trace's last step covers, recomputed by stepping the reference model."""
+    model = model_for(setting)
+    config = model.config(setting, node)
+    state = model.start(config, Persisted())
+    for step in built.steps[:-1]:
+        state = model.step(config, state, step.input).state
+    last = built.steps[-1].input
+    return cells(model, state, last, model.step(config, state, last))

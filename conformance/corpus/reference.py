@@ -1,0 +1,76 @@
+"""A node's trace from its inputs alone: every expectation is the reference model's.
+
+Used wherever a trace is made: corpus generation, counterexamples saved as traces, and
+certification when it shortens a divergent trace.
+"""
+
+from adapters.node_models import model_for, outputs_of
+from conformance.corpus.cells import Setting, input_kind
+from conformance.text import message_text
+from model.events import ClientAppend, Request, Response, Timer
+from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
+from model.isr.state import LeaderAndIsr
+from spec import errors
+from spec import trace as traces
+from spec.trace import Header, Input, Outputs, Persisted, Step, Trace, TraceCluster
+
+NodeInputs = tuple[int, list[Input]]  # a node and its inputs, in order
+
+
+def build_trace(name: str, setting: Setting, node: int, inputs: list[Input], origin: str, covers: tuple[str, ...] = ()) -> Trace:
+    """The trace of a node given its inputs: every expectation is the reference model's."""
+    model = model_for(setting)
+    config = model.config(setting, node)
+    state = model.start(config, Persisted())
+    steps = []
+    for number, event in enumerate(inputs, start=1):
+        transition = model.step(config, state, event)
+        outputs = outputs_of(event, transition)
+        steps.append(
+            Step(
+                step=number,
+                input=event,
+                expect=outputs,
+                errors=error_names(outputs),
+                state=model.observe(transition.state),
+                rules=transition.rules,
+                note=event_text(event),
+            )
+        )
+        state = transition.state
+    where = {"cluster": setting} if type(setting) is TraceCluster else {"partition": setting}
+    header = Header(kind=traces.KIND, format_version=traces.FORMAT_VERSION, name=name, node=node, steps=len(steps), origin=origin, covers=covers, **where)
+    return Trace(header=header, steps=tuple(steps))
+
+
+def error_names(outputs: Outputs) -> dict[str, str]:
+    found = {}
+    for prefix, value in (("response", outputs.response), ("append_result", outputs.append_result)):
+        if value is not None:
+            for field in value.__struct_fields__:
+                if field.endswith("ErrorCode"):
+                    found[f"{prefix}.{field}"] = errors.name_of(getattr(value, field))
+    return found
+
+
+def event_text(event: Input) -> str:
+    kind = type(event)
+    if kind is Request:
+        return f"request from {event.source}: {message_text(event.message)}"
+    if kind is Response:
+        return f"response from {event.source}: {message_text(event.message)}"
+    if kind is Timer:
+        return f"{event.kind.value} fires"
+    if kind is ClientAppend:
+        return f"client appends {event.value}"
+    if kind is LeaderAndIsr:
+        return f"LeaderAndIsr: leader {event.Leader}, epoch {event.LeaderEpoch}, ISR {list(event.Isr)}"
+    if kind is Startup:
+        return f"starts; the controller records leader {event.partition.Leader}, epoch {event.partition.LeaderEpoch}"
+    if kind is PowerLoss:
+        return f"power failure, {event.keep} records were on disk"
+    if kind is ShrinkIsr:
+        return f"lag check drops replica {event.replica} from the ISR"
+    if kind is FetchNext:
+        return "the fetcher sends its next Fetch"
+    return input_kind(event)  # crash, restart, resign

@@ -1,0 +1,12 @@
+"""Exploration: breadth-first search of a system's states within bounds, checking safety properties.
+
+engine        the System protocol, results, and the in-process level-synchronous engine
+sharded       the same search on several worker processes, with identical results
+kraft_system  the KRaft cluster (model.cluster) as an explorable system: interned, reduced, symmetric
+isr_system    the ISR partition (model.isr) as an explorable system
+configs       named configurations (configs.toml) and their overrides
+check         a `check` run: the system for a configuration, its summary, its counterexamples
+simulate      seeded random runs, every property checked after every step
+
+Imports spec/ and model/ only. A new engine goes beside `engine` and `sharded`.
+"""
