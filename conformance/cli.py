@@ -6,7 +6,10 @@ when that command runs, so `kraftcheck --help` stays quick.
 
 import argparse
 import importlib
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 
 from adapters.registry import UnknownAdapter
@@ -132,8 +135,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def interrupt_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C, so every clean-up runs."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    in_main_thread = threading.current_thread() is threading.main_thread()  # only there can signals be handled
+    previous = signal.signal(signal.SIGTERM, interrupt_on_sigterm) if in_main_thread else None
     try:
         return args.run(args)
     except ConfigError as error:
@@ -145,6 +155,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kraftcheck: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`kraftcheck ... | head`): stop quietly, as other command-line tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
