@@ -7,6 +7,7 @@ mutants             `mutant:NAME`: the model with one seeded bug each
 subprocess_adapter  `subprocess:COMMAND`: any language, JSON lines over stdin/stdout
 example_node        an implementation of that protocol, run as a separate process
 registry            adapter names to factories
+process_lifetime    no process outlives kraftcheck: children that die with it, process trees killed whole
 
 Imports spec/ (the trace types) and model/ only; called by conformance.certify and conformance.corpus.
 """

@@ -23,6 +23,7 @@ import typing
 import msgspec
 
 from adapters.contract import AdapterError
+from adapters.process_lifetime import ProcessTree
 from model.events import AppendResult, Send
 from model.isr.events import AlterIsr
 from model.messages import Message
@@ -134,6 +135,7 @@ class SubprocessAdapter:
         self.command = command
         self.step_timeout = step_timeout
         self.process: subprocess.Popen | None = None
+        self._tree: ProcessTree | None = None  # the process and everything it starts
         self._stderr: typing.IO[bytes] | None = None
         self._buffer = bytearray()
         self._isr = False  # whether the node under test is an ISR replica (else a KRaft node)
@@ -148,9 +150,11 @@ class SubprocessAdapter:
         if not argv:
             raise AdapterError("the subprocess command is empty")
         self._stderr = tempfile.TemporaryFile()
+        self._tree = ProcessTree()
         try:
-            # A session of its own, so a kill reaches whatever the command starts (a wrapper script's JVM).
-            self.process = subprocess.Popen(
+            # A session of its own, so a kill reaches whatever the command starts (a wrapper script's JVM);
+            # in a process tree, so that close() reaches what escapes the session too (a daemon).
+            self.process = self._tree.popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, start_new_session=True
             )
         except OSError as error:
@@ -173,7 +177,8 @@ class SubprocessAdapter:
         return self._call("observe", b'{"command":"observe"}\n', _ObserveReply).state
 
     def close(self) -> None:
-        """Ask the process to stop, give it a moment, then kill it; reap it either way."""
+        """Ask the process to stop, give it a moment, then kill it; reap it either way. Then kill
+        whatever it left behind, daemons included: no process outlives its trace."""
         process, self.process = self.process, None
         if process is None:
             return
@@ -187,6 +192,7 @@ class SubprocessAdapter:
                 process.wait(timeout=STOP_GRACE_SECONDS)
             except (OSError, subprocess.TimeoutExpired):
                 _kill(process)
+        self._tree.kill()
         process.stdout.close()
         self._stderr.close()
 
@@ -204,6 +210,18 @@ class SubprocessAdapter:
             raise AdapterError(f"invalid reply to {command!r}: {error}; the reply was: {quoted!r}{self._stderr_tail()}") from None
 
     def _decode(self, command: str, line: bytes, reply_type: type) -> msgspec.Struct:
+        """The one boundary where the implementation's bytes become values: whatever goes wrong in
+        here (invalid UTF-8, nesting too deep, a wrong type anywhere) is an invalid reply."""
+        try:
+            return self._decode_reply(command, line, reply_type)
+        except (AdapterError, _Invalid):
+            raise
+        except RecursionError:
+            raise _Invalid("nested too deeply") from None
+        except Exception as error:  # noqa: BLE001 - untrusted bytes may fail in any way; none may end the run
+            raise _Invalid(f"undecodable ({type(error).__name__}: {error})") from None
+
+    def _decode_reply(self, command: str, line: bytes, reply_type: type) -> msgspec.Struct:
         try:
             raw = msgspec.json.decode(line)
         except msgspec.DecodeError as error:

@@ -12,8 +12,11 @@ import sys
 import threading
 from collections.abc import Callable
 
-from adapters.registry import UnknownAdapter
+from adapters.registry import AdapterOptionError
+from conformance.certify.shorten import DEFAULT_BUDGET as DEFAULT_SHORTEN_BUDGET
+from conformance.certify.shorten import PER_TRACE
 from conformance.corpus.generate import CORPUS_CONFIGS
+from conformance.outputs import OutputError
 from model.config import FAULTY_PROFILES, PROFILES, ConfigError
 from spec.trace import TraceError
 
@@ -43,46 +46,55 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="model-check a configuration exhaustively",
         description="Explore every reachable state of a small cluster within bounds, checking every safety property. "
-        "Exit 0 if all hold, 1 on a violation (its shortest counterexample is printed and saved).",
+        "Exit 0 if all hold, 1 on a violation (its shortest counterexample is printed and saved), 2 on an invalid "
+        "configuration or a vacuous check (no action leads out of the initial state).",
     )
-    check.add_argument("--config", help="a named configuration: smoke (default), tlc-kraft, faults")
-    check.add_argument("--voters", type=int, help="number of voters")
-    check.add_argument("--observers", type=int, help="number of observers")
+    check.add_argument(
+        "--config",
+        help="a named configuration of conformance/explore/configs.toml: smoke, faults, tlc-kraft, figure8, isr-hw, isr-epoch, ... "
+        "With no option at all: smoke. Options given without --config override the built-in defaults, not smoke's: "
+        "3 voters, no observers, 1 client value, max epoch 2, no election bound, 4 messages in flight, loss and leader "
+        "progress timeouts on, no crashes, duplication, resignation or re-sends; with an ISR option (--replicas, --min-isr, "
+        "--truncation, --unflushed-loss): 2 replicas, min.isr 1, epoch truncation, no power failure, 2 client values, "
+        "2 crashes, 1 election",
+    )
+    check.add_argument("--voters", type=int, help="number of voters, 1 to 16")
+    check.add_argument("--observers", type=int, help="number of observers, 0 to 16")
     check.add_argument("--profile", help=f"model profile ({profiles_help})")
-    check.add_argument("--client-values", type=int, help="client appends allowed")
-    check.add_argument("--max-epoch", type=int, help="largest epoch any node may reach")
-    check.add_argument("--max-in-flight", type=int, help="most messages in flight at once")
-    check.add_argument("--crashes", type=int, help="crashes allowed (each crashed node may restart)")
-    check.add_argument("--max-elections", type=int, help="candidacies allowed in a whole run")
-    check.add_argument("--fetch-max-records", type=int, help="most records per Fetch response (0 = all)")
+    check.add_argument("--client-values", type=int, help="client appends allowed, 0 or more")
+    check.add_argument("--max-epoch", type=int, help="largest epoch any node may reach, at least 1")
+    check.add_argument("--max-in-flight", type=int, help="most messages in flight at once, at least 1 and at least voters - 1 (a candidate sends a Vote to every other voter at once)")
+    check.add_argument("--crashes", type=int, help="crashes allowed (each crashed node may restart), 0 or more")
+    check.add_argument("--max-elections", type=int, help="candidacies allowed in a whole run, at least 1 (built-in default: unbounded); ISR system: leader elections, 0 or more")
+    check.add_argument("--fetch-max-records", type=int, help="most records per Fetch response, 0 or more (0 = all)")
     check.add_argument("--loss", action=argparse.BooleanOptionalAction, default=None, help="allow message loss")
     check.add_argument("--duplication", action=argparse.BooleanOptionalAction, default=None, help="allow duplicated deliveries")
     check.add_argument("--resign", action=argparse.BooleanOptionalAction, default=None, help="allow leaders to resign")
     check.add_argument("--retries", action=argparse.BooleanOptionalAction, default=None, help="allow request timeouts to re-send")
-    check.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="symmetry reduction over node ids (default on)")
-    check.add_argument("--replicas", type=int, help="ISR system: replicas of the partition")
+    check.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="symmetry reduction over node ids (default on); for at most 6 nodes, voters and observers together")
+    check.add_argument("--replicas", type=int, help="ISR system: replicas of the partition, 1 to 16")
     check.add_argument("--min-isr", type=int, help="ISR system: min.isr, fewest ISR members for an acks=all append")
     check.add_argument("--truncation", help="ISR system: hw (to the high watermark, before KIP-101) or epoch (KIP-101)")
     check.add_argument("--unflushed-loss", action=argparse.BooleanOptionalAction, default=None, help="ISR system: a power failure of every replica loses records not yet on disk")
-    check.add_argument("--workers", type=int, help="worker processes (default: one per core); counts are identical for any number; ISR configurations run in-process")
+    check.add_argument("--workers", type=int, help="worker processes, 1 to 64 (default: one per core, at most 64); counts are identical for any number; ISR configurations run in-process")
     check.add_argument("--keep-going", action="store_true", help="collect a counterexample for every violated property")
-    check.add_argument("--max-states", type=int, help="stop after this many distinct states")
+    check.add_argument("--max-states", type=int, help="stop after this many distinct states, at least 1")
     check.add_argument("--out", default="out", help="directory for counterexample traces (default ./out)")
     check.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     check.set_defaults(run=command("check"))
     sim = commands.add_parser("simulate", help="seeded random cluster runs checking every safety property", description="Random walks of a cluster, every safety property checked after every step. Exit 1 on a violation.")
-    sim.add_argument("--voters", type=int, default=3, help="number of voters (default 3)")
-    sim.add_argument("--observers", type=int, default=1, help="number of observers (default 1)")
+    sim.add_argument("--voters", type=int, default=3, help="number of voters, 1 to 16 (default 3)")
+    sim.add_argument("--observers", type=int, default=1, help="number of observers, 0 to 16 (default 1)")
     sim.add_argument("--profile", default="kip595", help=f"model profile ({profiles_help})")
-    sim.add_argument("--runs", type=int, default=500, help="number of seeded runs (default 500)")
-    sim.add_argument("--steps", type=int, default=400, help="steps per run (default 400)")
+    sim.add_argument("--runs", type=int, default=500, help="number of seeded runs, at least 1 (default 500)")
+    sim.add_argument("--steps", type=int, default=400, help="steps per run, at least 1 (default 400)")
     sim.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    sim.add_argument("--client-values", type=int, default=3, help="client appends per run (default 3)")
-    sim.add_argument("--crashes", type=int, default=2, help="crashes per run (default 2)")
+    sim.add_argument("--client-values", type=int, default=3, help="client appends per run, 0 or more (default 3)")
+    sim.add_argument("--crashes", type=int, default=2, help="crashes per run, 0 or more (default 2)")
     sim.add_argument("--no-loss", action="store_true", help="never lose messages")
     sim.add_argument("--duplication", action="store_true", help="allow duplicated deliveries")
     sim.add_argument("--resign", action="store_true", help="allow leaders to resign (EndQuorumEpoch)")
-    sim.add_argument("--show", type=int, default=25, help="steps of a counterexample to show (default 25)")
+    sim.add_argument("--show", type=int, default=25, help="steps of a counterexample to show, at least 1 (default 25)")
     sim.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     sim.set_defaults(run=command("simulate"))
 
@@ -96,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         "with a manifest. The same arguments give the same bytes.",
     )
     gen.add_argument("--config", action="append", help=f"a named configuration to search (repeatable; default: {', '.join(CORPUS_CONFIGS)})")
-    gen.add_argument("--out", required=True, help="the corpus directory to write (replaced as a whole)")
+    gen.add_argument("--out", required=True, help="the corpus directory to write: new, empty, or an earlier corpus (only the files its manifest lists are replaced)")
     gen.add_argument("--max-states", type=int, default=150_000, help="cluster states each search may visit (default 150000)")
     gen.add_argument("--walks", type=int, default=8, help="seeded random walks per configuration, each projected on every node (default 8)")
     gen.add_argument("--walk-steps", type=int, default=250, help="cluster steps per random walk (default 250)")
@@ -116,20 +128,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cert.add_argument("--adapter", required=True, help="reference, mutant:NAME (see `kraftcheck mutants`) or subprocess:COMMAND")
     cert.add_argument("--corpus", help="a corpus directory or one trace file (default: the shipped traces/)")
-    cert.add_argument("--out", help="directory for the reports (default out/certify-ADAPTER)")
+    cert.add_argument(
+        "--out",
+        help="directory for the reports, replaced as a whole by this run's set; it must be new, empty or an earlier report set "
+        "(default out/certify-ADAPTER)",
+    )
     cert.add_argument(
         "--system",
         action="append",
         choices=("kraft", "isr"),
         help="replay only the traces of this system: kraft (KIP-595 nodes) or isr (KIP-101 ISR replicas); repeatable (default: all)",
     )
-    cert.add_argument("--step-timeout", type=float, default=10.0, help="seconds a subprocess adapter may take per reply (default 10)")
+    cert.add_argument("--step-timeout", type=float, default=10.0, help="seconds a subprocess adapter may take per reply (default 10, at most 3600)")
+    cert.add_argument(
+        "--shorten-budget",
+        type=int,
+        default=DEFAULT_SHORTEN_BUDGET,
+        metavar="N",
+        help=f"candidate replays spent shortening divergent traces in the whole run, at most {PER_TRACE} per trace; 0 only cuts "
+        f"each after its divergent step (default {DEFAULT_SHORTEN_BUDGET})",
+    )
+    cert.add_argument("--no-verify", dest="verify", action="store_false", help="replay the corpus's files as they are, without checking them against its manifest")
     cert.add_argument("--json", action="store_true", help="print a summary object instead of tables")
     cert.set_defaults(run=command("certify"))
 
     mut = commands.add_parser("mutants", help="list the seeded-bug adapters", description="List the mutant adapters (mutant:NAME), one seeded bug each.")
     mut.add_argument("--score", action="store_true", help="replay the corpus through every mutant: which are caught, on which rule (exit 1 unless all are)")
     mut.add_argument("--corpus", help="corpus for --score (default: the shipped traces/)")
+    mut.add_argument("--no-verify", dest="verify", action="store_false", help="with --score: do not check the corpus against its manifest")
     mut.add_argument("--json", action="store_true", help="print the list (or the scores) as JSON")
     mut.set_defaults(run=command("mutants"))
     return parser
@@ -149,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"kraftcheck: invalid configuration: {error}", file=sys.stderr)
         return 2
-    except (TraceError, UnknownAdapter) as error:
+    except (TraceError, AdapterOptionError, OutputError) as error:
         print(f"kraftcheck: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,5 +1,10 @@
 """Readable renderings of cluster actions, messages and what each step changed, for people (every stage)."""
 
+import re
+from collections.abc import Sequence
+
+from tabulate import tabulate
+
 from model.cluster import Action, Append, ClusterState, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
 from model.state import NodeState
 
@@ -62,3 +67,25 @@ def changes(node_ids: tuple[int, ...], before: ClusterState, after: ClusterState
         if diffs:
             parts.append(f"n{node_id} " + ", ".join(diffs))
     return "; ".join(parts)
+
+
+TEXT_LIMIT = 2000  # characters of outside text (an adapter's error, a differing value) a report keeps
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def readable(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Text from outside (an implementation's error, a value it sent) made safe to show and store:
+    control characters (ANSI colour codes, NULs) escaped, and at most `limit` characters kept."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit:,} more characters)"
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+
+
+WRAPPED_LINES = 12  # lines a wrapped cell may take before it is cut
+
+
+def wrapped_table(rows: list[Sequence[object]], headers: Sequence[str], widths: Sequence[int | None]) -> str:
+    """A table whose columns wrap at `widths`; a text cell is cut to WRAPPED_LINES lines first,
+    since wrapping takes time quadratic in a cell's length (a 1 MB field would take minutes)."""
+    clipped = [[readable(cell, width * WRAPPED_LINES) if width and isinstance(cell, str) else cell for cell, width in zip(row, widths)] for row in rows]
+    return tabulate(clipped, headers=headers, tablefmt="simple", maxcolwidths=list(widths))

@@ -44,6 +44,9 @@ _KIND_NAMES: dict[type, str] = {str: "a string", list: "an array"}
 _MESSAGE_KINDS = ("request", "response", "data")
 _INT_LITERAL = re.compile(r"-?(0[xX][0-9a-fA-F]+|[0-9]+)")
 _STRUCT_NAME = re.compile(r"[A-Z][A-Za-z0-9]*")
+# Arrays and objects within each other; Kafka's deepest schemas use about a dozen, and the
+# checks below recurse once per level.
+MAX_NESTING = 100
 
 
 class SchemaError(Exception):
@@ -142,8 +145,15 @@ def load_all(directory: pathlib.Path | None = None) -> dict[str, MessageSchema]:
 
 
 def _parse(path: pathlib.Path) -> _Node:
+    data = path.read_bytes()
     try:
-        tree = _PARSER.parse(path.read_text(encoding="utf-8"))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = len(data[data.rfind(b"\n", 0, error.start) + 1 : error.start].decode("utf-8")) + 1  # in characters, as lark counts
+        raise SchemaError(path, line, column, f"not UTF-8: byte 0x{data[error.start]:02x} ({error.reason})") from None
+    try:
+        tree = _PARSER.parse(text)
     except lark.UnexpectedInput as error:
         raise SchemaError(path, error.line, error.column, _syntax_message(error)) from None
     return _node(tree, path)
@@ -172,18 +182,26 @@ def _token_description(token: lark.Token) -> str:
 
 
 def _terminal_description(name: str) -> str:
+    if name == "$END":  # not a terminal of the grammar: the parser's end of input
+        return "end of file"
     pattern = _PARSER.get_terminal(name).pattern
     if isinstance(pattern, lark.lexer.PatternStr):
         return json.dumps(pattern.value)
     return f"a {name.lower()}"
 
 
-def _node(tree: lark.Tree | lark.Token, path: pathlib.Path) -> _Node:
-    """Turn the parse tree into plain values, rejecting duplicate object keys."""
+def _node(tree: lark.Tree | lark.Token, path: pathlib.Path, depth: int = 1) -> _Node:
+    """Turn the parse tree into plain values, rejecting duplicate object keys, numbers Python
+    will not convert and nesting deeper than MAX_NESTING."""
     if isinstance(tree, lark.Token):
-        return _Node(_scalar(tree), tree.line, tree.column)
+        try:
+            return _Node(_scalar(tree), tree.line, tree.column)
+        except ValueError:  # an integer of more digits than int() converts (sys.get_int_max_str_digits)
+            raise SchemaError(path, tree.line, tree.column, f"number too long ({len(tree)} characters)") from None
+    if depth > MAX_NESTING:
+        raise SchemaError(path, tree.meta.line, tree.meta.column, f"nested too deeply (more than {MAX_NESTING} arrays and objects)")
     if tree.data == "array":
-        items = [_node(child, path) for child in tree.children]
+        items = [_node(child, path, depth + 1) for child in tree.children]
         return _Node(items, tree.meta.line, tree.meta.column)
     members: dict[str, _Node] = {}
     for pair in tree.children:
@@ -191,7 +209,7 @@ def _node(tree: lark.Tree | lark.Token, path: pathlib.Path) -> _Node:
         key = json.loads(key_token)
         if key in members:
             raise SchemaError(path, key_token.line, key_token.column, f'duplicate key "{key}"')
-        members[key] = _node(value, path)
+        members[key] = _node(value, path, depth + 1)
     return _Node(members, tree.meta.line, tree.meta.column)
 
 
@@ -360,7 +378,10 @@ def _parse_default(type_name: str, text: str) -> int | float | bool | str | None
     if type_name in INT_RANGES:
         if not _INT_LITERAL.fullmatch(text):
             return None
-        value = int(text, 16 if "x" in text.lower() else 10)
+        try:
+            value = int(text, 16 if "x" in text.lower() else 10)
+        except ValueError:  # more digits than int() converts: out of every range anyway
+            return None
         low, high = INT_RANGES[type_name]
         return value if low <= value <= high else None
     if type_name == "float64":

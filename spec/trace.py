@@ -170,6 +170,14 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def creation_mode(directory: bool = False) -> int:
+    """The mode a new file or directory gets from the user's umask (mkstemp and mkdtemp make
+    private ones, which would hide a corpus or a report from the rest of a team)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if directory else 0o666) & ~umask
+
+
 def write_bytes_atomically(path: Path, data: bytes) -> None:
     """The whole file or nothing: a temporary file renamed into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,6 +185,7 @@ def write_bytes_atomically(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
+            os.fchmod(out.fileno(), creation_mode())
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
@@ -194,9 +203,7 @@ def read(path: Path) -> Trace:
         data = path.read_bytes()
     except OSError as error:
         raise TraceError(f"{path}: cannot read: {error.strerror}") from None
-    trace = _read_msgpack(path, data) if path.suffix == ".msgpack" else _read_jsonl(path, data)
-    _check_steps(path, trace)
-    return trace
+    return _untrusted(path, lambda: _decode(path, data))
 
 
 def read_header(path: Path) -> Header:
@@ -208,7 +215,28 @@ def read_header(path: Path) -> Header:
             first = handle.readline()
     except OSError as error:
         raise TraceError(f"{path}: cannot read: {error.strerror}") from None
-    return _header(path, 1, first, _header_decoder.decode)
+    return _untrusted(path, lambda: _header(path, 1, first, _header_decoder.decode))
+
+
+def _untrusted(path: Path, decode):
+    """The one boundary where a trace file's bytes become values: whatever goes wrong in there
+    (nesting too deep, invalid UTF-8, integers too large) is a TraceError naming the file."""
+    try:
+        return decode()
+    except TraceError:
+        raise
+    except Exception as error:  # noqa: BLE001 - untrusted bytes may fail in any way; none may end the run
+        raise TraceError(f"{path}: not a readable trace: {type(error).__name__}: {error}") from None
+
+
+def _decode(path: Path, data: bytes) -> Trace:
+    trace = _read_msgpack(path, data) if path.suffix == ".msgpack" else _read_jsonl(path, data)
+    _check_steps(path, trace)
+    try:
+        _msgpack_encoder.encode(trace)  # every value must survive the encodings replay and shortening use
+    except OverflowError:
+        raise TraceError(f"{path}: an integer is out of range (beyond 64 bits)") from None
+    return trace
 
 
 def _read_jsonl(path: Path, data: bytes) -> Trace:
@@ -224,9 +252,13 @@ def _read_jsonl(path: Path, data: bytes) -> Trace:
     for number, line in enumerate(lines[1:], start=2):
         try:
             steps.append(_step_decoder.decode(line))
-        except (msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise TraceError(f"{path}:{number}: invalid step: {error}") from None
+        except (ValueError, RecursionError) as error:  # msgspec's errors, invalid UTF-8, nesting too deep
+            raise TraceError(f"{path}:{number}: invalid step: {_reason(error)}") from None
     return Trace(header=header, steps=tuple(steps))
+
+
+def _reason(error: Exception) -> str:
+    return "nested too deeply" if isinstance(error, RecursionError) else str(error)
 
 
 def _read_msgpack(path: Path, data: bytes) -> Trace:
@@ -246,8 +278,8 @@ def _read_msgpack(path: Path, data: bytes) -> Trace:
 def _header(path: Path, line: int, raw_line: bytes, decode) -> Header:
     try:
         raw = json.loads(raw_line)
-    except ValueError as error:
-        raise TraceError(f"{path}:{line}: invalid JSON in the header: {error}") from None
+    except (ValueError, RecursionError) as error:
+        raise TraceError(f"{path}:{line}: invalid JSON in the header: {_reason(error)}") from None
     if not isinstance(raw, dict):
         raise TraceError(f"{path}:{line}: the header must be a JSON object")
     _check_version(path, line, raw)

@@ -21,7 +21,7 @@ ORDER = (
     ("model",),
     ("spec.trace",),
     ("adapters",),
-    ("conformance.text",),
+    ("conformance.text", "conformance.outputs"),
     ("conformance.explore", "conformance.coverage"),
     ("conformance.corpus",),
     ("conformance.certify",),

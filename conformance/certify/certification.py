@@ -10,10 +10,12 @@ from pathlib import Path
 
 from adapters.contract import Adapter
 from conformance.certify.replay import of_systems, replay_file, trace_files
-from conformance.certify.reports.publish import REPORT_FILES, write_reports
-from conformance.certify.shorten import shorten
+from conformance.certify.reports.publish import REPORT_FILES, check_report_directory, divergence_path, write_reports
+from conformance.certify.shorten import DEFAULT_BUDGET, shorten
 from conformance.certify.verdicts import Certification, coverage_matrix, verdicts
+from conformance.outputs import OutputError
 from spec import trace as traces
+from spec.trace import Trace
 
 
 def certify(
@@ -21,25 +23,36 @@ def certify(
     make_adapter: Callable[[], Adapter],
     corpus: Path,
     out: Path,
-    progress: Callable[[int, int, int], None] | None = None,
+    progress: Callable[[str, int, int, int], None] | None = None,
     systems: tuple[str, ...] | None = None,
+    verify: bool = True,
+    shorten_budget: int = DEFAULT_BUDGET,
 ) -> Certification:
     """Replay every trace of the corpus (of the given systems only, if any), shorten each
-    divergence, write the reports."""
+    divergence within the budget of candidate replays, publish the reports.
+
+    Everything that can be checked before the work is: the output directory, and the corpus
+    against its manifest (unless `verify` is off). `progress(stage, done, total, failed)`.
+    """
     start = time.perf_counter()
-    files = of_systems(trace_files(corpus), systems)
+    check_report_directory(out)
+    if corpus.is_dir() and out.resolve().is_relative_to(corpus.resolve()):
+        raise OutputError(f"{out}: inside the corpus {corpus}; its shortened traces would join the corpus: choose --out outside it")
+    files = of_systems(trace_files(corpus, verify), systems)
     if not files:
         raise traces.TraceError(f"{corpus}: no traces of the system(s) {', '.join(systems or ())}")
     results = []
     failed = 0
     for number, path in enumerate(files, start=1):
-        result = replay_file(make_adapter, path)
+        result = replay_file(make_adapter, path, verify)
         results.append(result)
         failed += not result.passed
         if progress:
-            progress(number, len(files), failed)
+            progress("traces", number, len(files), failed)
     read = []
-    shortened: dict[str, str] = {}
+    shortened: dict[str, str] = {}  # divergent trace -> where its shortened reproduction is published
+    reproductions: dict[str, Trace] = {}  # published path -> the shortened trace
+    divergent = sum(r.divergence is not None for r in results)
     for path, result in zip(files, results):
         try:
             built = traces.read(path)
@@ -47,10 +60,12 @@ def certify(
             continue
         read.append(built)
         if result.divergence is not None:
-            short = shorten(make_adapter, built, result.divergence.step)
-            target = out / "divergences" / f"{path.stem}.jsonl"
-            traces.write(target, short)
-            shortened[str(path)] = str(target)
+            target = str(divergence_path(out, path))
+            shortened[str(path)] = target
+            reproductions[target], tried = shorten(make_adapter, built, result.divergence.step, shorten_budget)
+            shorten_budget -= tried
+            if progress:
+                progress("shortening", len(reproductions), divergent, shorten_budget)
     rules = verdicts(results)
     report = Certification(
         adapter=adapter_name,
@@ -67,7 +82,7 @@ def certify(
         shortened=shortened,
         coverage=coverage_matrix(read),
     )
-    write_reports(out, report)
+    write_reports(out, report, reproductions)
     return report
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import msgspec
 
 from adapters.contract import Adapter, AdapterError
-from conformance.text import message_text
+from conformance.corpus.manifest import changed_since_generated, verified_files
+from conformance.text import message_text, readable
 from spec import errors
 from spec import trace as traces
 from spec.trace import Observed, Outputs, Step, Trace
@@ -139,23 +140,25 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
             found = compare(step, actual, observed)
             if found:
                 field, expected, got = found
-                divergence = Divergence(step=step.step, input=step.note, field=field, expected=expected, actual=got, rules=step.rules)
+                divergence = Divergence(step=step.step, input=readable(step.note), field=field, expected=readable(expected), actual=readable(got), rules=step.rules)
                 return result(passed=False, divergence=divergence, rules_failed=step.rules)
             run += 1
             passed_rules.update(step.rules)
-    except AdapterError as error:
+    except Exception as error:  # noqa: BLE001 - an adapter that fails in any way fails this trace alone
         failed_rules = trace.steps[run].rules if run < len(trace.steps) else ()
-        return result(passed=False, failure=f"step {run + 1}: {error}", rules_failed=failed_rules)
+        reason = str(error) if isinstance(error, AdapterError) else f"the adapter raised {type(error).__name__}: {error}"
+        return result(passed=False, failure=readable(f"step {run + 1}: {reason}"), rules_failed=failed_rules)
     finally:
         try:
             adapter.close()
-        except AdapterError:
+        except Exception:  # noqa: BLE001 - closing a failed adapter must not end the run either
             pass
     return result(passed=True)
 
 
-def trace_files(corpus: Path) -> list[Path]:
-    """The trace files of a corpus directory (or the one file given), in name order."""
+def trace_files(corpus: Path, verify: bool = True) -> list[Path]:
+    """The trace files of a corpus directory (or the one file given), in name order; a corpus
+    with a manifest must match it (unless `verify` is off), so a damaged corpus is not certified."""
     if corpus.is_file():
         return [corpus]
     if not corpus.is_dir():
@@ -163,7 +166,7 @@ def trace_files(corpus: Path) -> list[Path]:
     found = sorted(p for p in corpus.rglob("*") if p.suffix in (".jsonl", ".msgpack") and p.is_file())
     if not found:
         raise traces.TraceError(f"{corpus}: no trace files (*.jsonl, *.msgpack)")
-    return found
+    return verified_files(corpus, found) if verify else found
 
 
 def of_systems(files: list[Path], systems: tuple[str, ...] | None) -> list[Path]:
@@ -181,12 +184,16 @@ def of_systems(files: list[Path], systems: tuple[str, ...] | None) -> list[Path]
     return [path for path in files if wanted(path)]
 
 
-def replay_file(make_adapter: Callable[[], Adapter], path: Path) -> TraceResult:
-    """Read and replay one file; an unreadable trace fails with its error, the run goes on."""
+def replay_file(make_adapter: Callable[[], Adapter], path: Path, verify: bool = True) -> TraceResult:
+    """Read and replay one file; an unreadable trace, or (unless `verify` is off) one changed since
+    its corpus was generated, fails with its error (the corpus is blamed, not the adapter); the
+    run goes on."""
     try:
         trace = traces.read(path)
-    except traces.TraceError as error:
-        return TraceResult(trace=str(path), name=path.stem, node=-1, steps=0, steps_run=0, passed=False, failure=f"invalid trace: {error}")
+        if verify and changed_since_generated(path, path.read_bytes()):
+            raise traces.TraceError(f"{path}: changed since the corpus was generated (its hash differs from the manifest's)")
+    except (traces.TraceError, OSError) as error:
+        return TraceResult(trace=str(path), name=path.stem, node=-1, steps=0, steps_run=0, passed=False, failure=readable(f"invalid trace: {error}"))
     return replay(make_adapter(), trace, str(path))
 
 def failure_text(result: TraceResult) -> str:

@@ -7,14 +7,19 @@ import sys
 from pathlib import Path
 
 from conformance.corpus.counterexamples import save_replica_traces
-from conformance.explore.check import check, counterexample_steps, counterexample_table, save_counterexample, summary, summary_table
-from conformance.explore.configs import resolve
+from conformance.explore.check import VACUOUS, check, counterexample_steps, counterexample_table, save_counterexample, summary, summary_table
+from conformance.explore.configs import CheckConfig, IsrCheckConfig, check_bound, resolve
 from conformance.explore.engine import Progress
 from conformance.explore.isr_system import IsrSystem, steps_table
-from model.config import ConfigError
+from conformance.outputs import check_directory
+
+# Each worker is a process holding its shard of the states; beyond the cores more only cost memory.
+MAX_WORKERS = 64
 
 
-def run(args: argparse.Namespace) -> int:
+def configuration(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheckConfig]:
+    """The configuration the options name, and what to call it: no option at all runs smoke;
+    options without --config override the built-in defaults (see --help)."""
     overrides = {
         "voters": args.voters,
         "observers": args.observers,
@@ -36,10 +41,17 @@ def run(args: argparse.Namespace) -> int:
         "unflushed_loss": args.unflushed_loss,
     }
     name = args.config or ("custom" if any(v is not None for v in overrides.values()) else "smoke")
-    config = resolve(args.config if args.config else (None if name == "custom" else "smoke"), overrides)
-    workers = args.workers if args.workers is not None else (os.cpu_count() or 1)
-    if workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    return name, resolve(None if name == "custom" else name, overrides)
+
+
+def run(args: argparse.Namespace) -> int:
+    name, config = configuration(args)
+    workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, MAX_WORKERS)
+    check_bound("--workers", workers, 1, MAX_WORKERS)
+    if args.max_states is not None:
+        check_bound("--max-states", args.max_states, 1)
+    out = Path(args.out)
+    check_directory(out, lambda name: True, "counterexamples")  # before the search, not after it
     live = sys.stderr.isatty() and not args.json
 
     def progress(p: Progress) -> None:
@@ -51,25 +63,39 @@ def run(args: argparse.Namespace) -> int:
     if live:
         print(file=sys.stderr)
     isr = isinstance(system, IsrSystem)
-    out = Path(args.out)
     data = summary(name, config, system, result, workers=workers)
-    saved = []
-    for counterexample in result.counterexamples:
-        steps = counterexample_steps(system, counterexample.path)
-        path = save_counterexample(out, name, data, counterexample.violation, steps)
-        replica_traces = save_replica_traces(out, name, counterexample.violation, system, counterexample.path) if isr else []
-        saved.append((counterexample, steps, path, replica_traces))
-    if args.json:
-        data["counterexample_files"] = [str(path) for _, _, path, _ in saved]
-        if isr:
-            data["counterexample_traces"] = [str(trace) for _, _, _, replica_traces in saved for trace in replica_traces]
-        print(json.dumps(data))
+    if not args.json:
+        print(summary_table(data))  # first: whatever happens to the files, the verdicts are shown
+    files, replica_files = [], []
+    try:
+        for counterexample in result.counterexamples:
+            steps = counterexample_steps(system, counterexample.path)
+            if not args.json:
+                print(f"\n{counterexample.violation.rule} violated after {len(counterexample.path) - 1} steps: {counterexample.violation.detail}")
+                print(steps_table(steps) if isr else counterexample_table(steps))
+            files.append(save_counterexample(out, name, data, counterexample.violation, steps))
+            replica_traces = save_replica_traces(out, name, counterexample.violation, system, counterexample.path) if isr else []
+            replica_files += replica_traces
+            if not args.json:
+                print(f"saved: {files[-1]}")
+                if replica_traces:
+                    print(f"as conformance traces, one per replica: {replica_traces[0].parent}/ ({len(replica_traces)} files)")
+    except OSError as error:
+        unsaved = f"kraftcheck: cannot save a counterexample under {out}: {error.strerror or error}"
     else:
-        print(summary_table(data))
-        for counterexample, steps, path, replica_traces in saved:
-            print(f"\n{counterexample.violation.rule} violated after {len(counterexample.path) - 1} steps: {counterexample.violation.detail}")
-            print(steps_table(steps) if isr else counterexample_table(steps))
-            print(f"saved: {path}")
-            if replica_traces:
-                print(f"as conformance traces, one per replica: {replica_traces[0].parent}/ ({len(replica_traces)} files)")
+        unsaved = None
+    if args.json:
+        data["counterexample_files"] = [str(path) for path in files]
+        if isr:
+            data["counterexample_traces"] = [str(trace) for trace in replica_files]
+        print(json.dumps(data))
+    if unsaved:
+        print(unsaved, file=sys.stderr)
+        return 2
+    if result.interrupted:
+        print("kraftcheck: interrupted; the summary covers the states explored so far", file=sys.stderr)
+        return 130
+    if data["vacuous"]:
+        print(f"kraftcheck: vacuous check: {VACUOUS} within these bounds, so no property was tested; widen the bounds", file=sys.stderr)
+        return 2
     return 1 if result.counterexamples else 0

@@ -14,7 +14,7 @@ from conformance.corpus.generate import DEFAULT_CORPUS
 
 def run(args: argparse.Namespace) -> int:
     if args.score:
-        scores = mutation_scores(Path(args.corpus) if args.corpus else DEFAULT_CORPUS)
+        scores = mutation_scores(Path(args.corpus) if args.corpus else DEFAULT_CORPUS, verify=args.verify)
         caught = sum(s.failed > 0 for s in scores)
         if args.json:
             print(json.dumps({"mutants": len(scores), "caught": caught, "scores": [msgspec.to_builtins(s) for s in scores]}))

@@ -7,23 +7,31 @@ import sys
 from tabulate import tabulate
 
 from conformance import text
+from conformance.explore.configs import MAX_NODES, check_bound
 from conformance.explore.simulate import simulate
 from model.cluster import Bounds, Cluster
-from model.config import ClusterConfig, ConfigError
+from model.config import ClusterConfig
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every bound in its range before any run: out of it, runs are empty yet "all held" (--steps 0, --runs 0)."""
+    check_bound("--voters", args.voters, 1, MAX_NODES)
+    check_bound("--observers", args.observers, 0, MAX_NODES)
+    for option, value in (("--runs", args.runs), ("--steps", args.steps), ("--show", args.show)):
+        check_bound(option, value, 1)
+    for option, value in (("--client-values", args.client_values), ("--crashes", args.crashes)):
+        check_bound(option, value, 0)
 
 
 def cluster_config(args: argparse.Namespace) -> ClusterConfig:
     """Voters are numbered 1..N, observers N+1..N+M."""
-    if args.voters < 1:
-        raise ConfigError(f"--voters must be at least 1, got {args.voters}")
-    if args.observers < 0:
-        raise ConfigError(f"--observers must not be negative, got {args.observers}")
     voters = tuple(range(1, args.voters + 1))
     observers = tuple(range(args.voters + 1, args.voters + args.observers + 1))
     return ClusterConfig(voters=voters, observers=observers, profile=args.profile)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
     config = cluster_config(args)
     bounds = Bounds(
         client_values=args.client_values,
@@ -63,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             rows = []
             for number, step in enumerate(violating.history[-args.show :], start=max(1, violating.steps - args.show + 1)):
                 rows.append((number, text.action_text(step.action)[:110], text.changes(cluster.ids, step.before, step.after)))
-            print(tabulate(rows, headers=("step", "action", "what changed"), tablefmt="simple", maxcolwidths=[None, 60, 80]))
+            print(text.wrapped_table(rows, ("step", "action", "what changed"), [None, 60, 80]))
         else:
             print("\nall safety properties held after every step")
     return 1 if violating else 0

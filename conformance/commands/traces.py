@@ -7,14 +7,16 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, generate, write_corpus
+from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, check_corpus_directory, generate, write_corpus
 from conformance.explore.configs import resolve
+from conformance.text import wrapped_table
 from spec import trace as traces
 
 
 def generate_corpus(args: argparse.Namespace) -> int:
     names = args.config or list(CORPUS_CONFIGS)
     configs = [(name, resolve(name, {})) for name in names]
+    check_corpus_directory(Path(args.out))
     options = GenerateOptions(max_states=args.max_states, walks=args.walks, walk_steps=args.walk_steps, seed=args.seed)
     corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr))
     write_corpus(Path(args.out), corpus, manifest)
@@ -53,5 +55,5 @@ def show(args: argparse.Namespace) -> int:
         answer = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in step.errors.items()) or "-"
         after = f"{state.role} e{state.epoch} leader {state.leader_id} log {state.log_end_offset} hw {state.high_watermark}" if state else "-"
         rows.append((step.step, step.note, answer, len(step.expect.sends), after, " ".join(step.rules)))
-    print(tabulate(rows, headers=("step", "input", "errors", "sends", "state after", "rules"), tablefmt="simple", maxcolwidths=[None, 60, 40, None, 40, 30]))
+    print(wrapped_table(rows, ("step", "input", "errors", "sends", "state after", "rules"), [None, 60, 40, None, 40, 30]))
     return 0

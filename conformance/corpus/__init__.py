@@ -4,7 +4,8 @@ cells            coverage cells: what one node step exercised
 reference        a node's inputs -> a trace whose every expectation is the reference model's
 walks            paths through search parents, seeded random walks
 kraft, isr       per system: the coverage search, probes, random walks
-generate         the corpus of several configurations, its manifest, writing it to disk
+generate         the corpus of several configurations, writing it to disk
+manifest         the corpus manifest: what it holds, the hashes that verify it
 counterexamples  ISR counterexamples as one trace per replica
 
 Imports spec/, model/, adapters/ (the node models) and conformance.explore. A new corpus

@@ -9,8 +9,6 @@ Everything is deterministic: the same configurations and options give the same b
 """
 
 import re
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,53 +17,15 @@ import msgspec
 from conformance.corpus import isr as isr_corpus
 from conformance.corpus import kraft as kraft_corpus
 from conformance.corpus.cells import cells_of_last_step
+from conformance.corpus.manifest import KIND, MANIFEST, CoverageRow, Explored, GenerateOptions, Manifest, listing
 from conformance.corpus.reference import build_trace
 from conformance.explore.configs import CheckConfig, IsrCheckConfig
+from conformance.outputs import check_directory
 from spec import trace as traces
 from spec.trace import Input, Trace
 
-MANIFEST = "manifest.json"
 CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-isr")  # what the shipped corpus is generated from
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "traces"  # the shipped corpus
-
-
-class GenerateOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """What fixes a corpus besides the configuration."""
-
-    max_states: int = 150_000  # cluster states the search may visit
-    walks: int = 8  # seeded random walks per configuration
-    walk_steps: int = 250
-    seed: int = 0
-
-
-class CoverageRow(msgspec.Struct, frozen=True, kw_only=True):
-    cell: str
-    trace: str
-    step: int
-
-
-class Explored(msgspec.Struct, frozen=True, kw_only=True):
-    """One configuration's search: how far it went and how many cells it met."""
-
-    config: str
-    bounds: CheckConfig | IsrCheckConfig
-    states: int
-    complete: bool  # the bounded state space was exhausted within max_states
-    cells: int
-
-
-class Manifest(msgspec.Struct, frozen=True, kw_only=True):
-    kind: str
-    format_version: int
-    options: GenerateOptions
-    searches: tuple[Explored, ...]
-    traces: int
-    steps: int
-    cells: int
-    rules: dict[str, int]  # rule ID -> steps exercising it
-    coverage: tuple[CoverageRow, ...]  # each cell and the trace chosen for it
-    files: dict[str, str]  # file name -> sha256
-    content_hash: str  # sha256 over the files' names and hashes
 
 
 def slug(text: str) -> str:
@@ -122,7 +82,7 @@ def generate(
                 rules[rule] = rules.get(rule, 0) + 1
     files = {file_name: traces.content_hash(traces.to_jsonl(built)) for file_name, built in sorted(corpus.items())}
     manifest = Manifest(
-        kind="kraftcheck-corpus",
+        kind=KIND,
         format_version=traces.FORMAT_VERSION,
         options=options,
         searches=tuple(explored),
@@ -137,27 +97,25 @@ def generate(
     return corpus, manifest
 
 
+def check_corpus_directory(out: Path) -> dict[str, str] | None:
+    """Before any work: `out` can take a corpus. It is new, empty, or an earlier corpus (its
+    manifest lists what kraftcheck wrote there); the earlier manifest's listing, if any."""
+    previous = listing(out) if out.is_dir() else None
+    check_directory(out, lambda name: previous is not None, "corpus")
+    return previous
+
+
 def write_corpus(out: Path, corpus: dict[str, Trace], manifest: Manifest) -> None:
-    """Replace `out` with the corpus in one move, so a failed run leaves the old one whole."""
-    out = out.resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
-        for file_name, built in corpus.items():
-            (staging / file_name).write_bytes(traces.to_jsonl(built))
-        (staging / MANIFEST).write_bytes(msgspec.json.format(msgspec.json.encode(manifest), indent=1) + b"\n")
-        if out.is_dir():  # files other than traces (a README beside them) are kept
-            for extra in out.iterdir():
-                if extra.is_file() and extra.suffix not in (".jsonl", ".msgpack") and extra.name != MANIFEST:
-                    shutil.copy2(extra, staging / extra.name)
-        retired = out.with_name(f".{out.name}.old")
-        if out.exists():
-            if retired.exists():
-                shutil.rmtree(retired)
-            out.rename(retired)
-        staging.rename(out)
-        if retired.exists():
-            shutil.rmtree(retired)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    """Write the corpus into `out`, touching only the files kraftcheck owns there.
+
+    Each trace is written whole; traces of the earlier corpus that this one lacks are removed;
+    the manifest comes last, so an interrupted write leaves a corpus that fails verification
+    instead of one that passes it. Other files (a README beside the traces) are left alone.
+    """
+    previous = check_corpus_directory(out) or {}
+    out.mkdir(parents=True, exist_ok=True)
+    for file_name, built in corpus.items():
+        traces.write_bytes_atomically(out / file_name, traces.to_jsonl(built))
+    for stale in sorted(set(previous) - set(corpus)):
+        (out / stale).unlink(missing_ok=True)
+    traces.write_bytes_atomically(out / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest), indent=1) + b"\n")

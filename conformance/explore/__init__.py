@@ -8,5 +8,6 @@ configs       named configurations (configs.toml) and their overrides
 check         a `check` run: the system for a configuration, its summary, its counterexamples
 simulate      seeded random runs, every property checked after every step
 
-Imports spec/ and model/ only. A new engine goes beside `engine` and `sharded`.
+Imports spec/, model/ and adapters.process_lifetime (workers die with the coordinator).
+A new engine goes beside `engine` and `sharded`.
 """

@@ -10,7 +10,7 @@ from tabulate import tabulate
 
 from conformance import text
 from conformance.explore.configs import CheckConfig, IsrCheckConfig
-from conformance.explore.engine import Progress, Result, Violation, explore
+from conformance.explore.engine import Progress, Result, SearchInterrupted, Violation, explore
 from conformance.explore.isr_system import IsrSystem
 from conformance.explore.kraft_system import KraftSystem
 from conformance.explore.sharded import explore_sharded
@@ -31,14 +31,26 @@ def system_for(config: CheckConfig | IsrCheckConfig) -> KraftSystem | IsrSystem:
     )
 
 
+VACUOUS = "no action leads out of the initial state"
+
+
 def summary(name: str, config: CheckConfig | IsrCheckConfig, system: KraftSystem | IsrSystem, result: Result, workers: int) -> dict:
-    """The run as one JSON-ready object (the keys `--json` promises)."""
+    """The run as one JSON-ready object (the keys `--json` promises).
+
+    A complete search that never left its initial states says nothing about any run, so its
+    verdict is vacuous, never "holds".
+    """
     violated = {c.violation.rule: c for c in result.counterexamples}
+    vacuous = result.complete and result.depth == 0 and not result.counterexamples
+    verdict = f"vacuous: {VACUOUS}" if vacuous else ("holds" if result.complete else "not violated so far")
+    if result.interrupted:  # its last level may hold a violation it did not report
+        verdict = "unknown (interrupted)"
     return {
         "config": name,
         "bounds": msgspec.to_builtins(config),
         "symmetry": system.symmetry,
         "complete": result.complete,
+        "interrupted": result.interrupted,
         "distinct_states": result.distinct,
         "generated_states": result.generated,
         "depth": result.depth,
@@ -46,10 +58,8 @@ def summary(name: str, config: CheckConfig | IsrCheckConfig, system: KraftSystem
         "workers": workers,
         "distinct_per_s": round(result.distinct / result.seconds) if result.seconds else 0,
         "distinct_per_s_per_core": round(result.distinct / result.seconds / workers) if result.seconds else 0,
-        "properties": {
-            rule: ("violated" if rule in violated else ("holds" if result.complete else "not violated so far"))
-            for rule in system.property_ids()
-        },
+        "vacuous": vacuous,
+        "properties": {rule: ("violated" if rule in violated else verdict) for rule in system.property_ids()},
         "violations": [
             {"property": c.violation.rule, "detail": c.violation.detail, "length": len(c.path) - 1} for c in result.counterexamples
         ],
@@ -59,7 +69,7 @@ def summary(name: str, config: CheckConfig | IsrCheckConfig, system: KraftSystem
 def summary_table(data: dict) -> str:
     rows = [
         ("configuration", data["config"]),
-        ("exhaustive", "yes" if data["complete"] else "no (stopped early)"),
+        ("exhaustive", "yes" if data["complete"] else ("no (interrupted)" if data["interrupted"] else "no (stopped early)")),
         ("distinct states", f"{data['distinct_states']:,}"),
         ("generated states", f"{data['generated_states']:,}"),
         ("depth", data["depth"]),
@@ -101,7 +111,7 @@ def counterexample_steps(system: KraftSystem | IsrSystem, path: list) -> list[di
 
 def counterexample_table(steps: list[dict]) -> str:
     rows = [(s["step"], s["action"], s["changed"] or "-", " ".join(s["rules"])) for s in steps]
-    return tabulate(rows, headers=("step", "action", "what changed", "rules"), tablefmt="simple", maxcolwidths=[None, 55, 70, 30])
+    return text.wrapped_table(rows, ("step", "action", "what changed", "rules"), [None, 55, 70, 30])
 
 
 def save_counterexample(directory: Path, name: str, data: dict, violation: Violation, steps: list[dict]) -> Path:
@@ -119,13 +129,17 @@ def check(
     """Explore a configuration: its system, the result and the worker count actually used.
 
     ISR configurations run on the in-process engine (their state spaces are small) and may ask
-    to keep going, so that every property gets its shortest counterexample.
+    to keep going, so that every property gets its shortest counterexample. An interrupt (Ctrl-C,
+    SIGTERM) ends the search with an interrupted result, the states explored so far.
     """
     system = system_for(config)
     if isinstance(system, IsrSystem):
         keep_going, workers = keep_going or config.keep_going, 1
-    if workers > 1:
-        result = explore_sharded(functools.partial(system_for, config), workers, keep_going=keep_going, max_states=max_states, progress=progress, local=system)
-    else:
-        result = explore(system, keep_going=keep_going, max_states=max_states, progress=progress)
+    try:
+        if workers > 1:
+            result = explore_sharded(functools.partial(system_for, config), workers, keep_going=keep_going, max_states=max_states, progress=progress, local=system)
+        else:
+            result = explore(system, keep_going=keep_going, max_states=max_states, progress=progress)
+    except SearchInterrupted as interrupt:
+        result = interrupt.result
     return system, result, workers

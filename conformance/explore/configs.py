@@ -12,6 +12,20 @@ from model.isr.config import IsrBounds, PartitionConfig
 
 CONFIGS_PATH = Path(__file__).parent / "configs.toml"
 
+# Explicit-state search of a larger cluster cannot get past its first few steps (16 voters
+# without symmetry: depth 3 after 8,000 states), and every state holds every node's state.
+MAX_NODES = 16
+
+
+def check_bound(name: str, value: int, low: int, high: int | None = None) -> None:
+    """Refuse a bound outside low..high, naming it and the limit it crosses: a bound out of range
+    would otherwise give a smaller space (or none) and a verdict that proves nothing."""
+    if value < low:
+        limit = "not be negative" if low == 0 else f"be at least {low}"
+        raise ConfigError(f"{name} must {limit}, got {value}")
+    if high is not None and value > high:
+        raise ConfigError(f"{name} must be at most {high}, got {value}")
+
 
 class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Everything that fixes a state space: the cluster, the profile, the bounds, the faults."""
@@ -34,12 +48,14 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     symmetry: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("voters", "max_epoch", "max_in_flight"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("observers", "client_values", "max_crashes"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}")
+        check_bound("voters", self.voters, 1, MAX_NODES)
+        check_bound("observers", self.observers, 0, MAX_NODES)
+        for name in ("max_epoch", "max_in_flight"):
+            check_bound(name, getattr(self, name), 1)
+        for name in ("client_values", "max_crashes", "fetch_max_records"):
+            check_bound(name, getattr(self, name), 0)
+        if self.max_elections is not None:
+            check_bound("max_elections", self.max_elections, 1)  # a run starts without a leader
 
     def cluster(self) -> ClusterConfig:
         """Voters are numbered 1..N, observers N+1..N+M."""
@@ -76,11 +92,9 @@ class IsrCheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     def __post_init__(self) -> None:
         if self.system != "isr":
             raise ConfigError(f"system must be 'isr' for an ISR configuration, got {self.system!r}")
-        if self.replicas < 1:
-            raise ConfigError(f"replicas must be at least 1, got {self.replicas}")
+        check_bound("replicas", self.replicas, 1, MAX_NODES)
         for name in ("client_values", "max_crashes", "max_elections"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must not be negative, got {getattr(self, name)}")
+            check_bound(name, getattr(self, name), 0)
         self.partition()  # validates min_isr and truncation
 
     def partition(self) -> PartitionConfig:
@@ -135,7 +149,11 @@ def resolve(name: str | None, overrides: dict[str, object]) -> CheckConfig | Isr
         system = "an ISR" if isinstance(base, IsrCheckConfig) else "a KRaft"
         raise ConfigError(f"{', '.join(foreign)} cannot be set for {system} configuration")
     if changes:
-        base = msgspec.structs.replace(base, description=base.description and f"{base.description} (overridden: {', '.join(sorted(changes))})", **changes)
+        description = base.description and f"{base.description} (overridden: {', '.join(sorted(changes))})"
+        try:  # convert, not replace: the overrides' types are checked as the named configurations' are
+            base = msgspec.convert(msgspec.structs.asdict(base) | changes | {"description": description}, type(base))
+        except msgspec.ValidationError as error:
+            raise ConfigError(str(error)) from None
     if isinstance(base, CheckConfig):
         base.cluster()  # validates profile and members
     return base

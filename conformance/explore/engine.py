@@ -7,6 +7,8 @@ and stops, and for each violated property it keeps the violating state with the 
 fingerprint at that depth, so every engine and every worker count reports the same numbers and
 the same shortest counterexamples. A state found several times in one level keeps the parent
 with the smallest fingerprint, so counterexample paths do not depend on scan order either.
+An interrupt (Ctrl-C, or SIGTERM turned into one) ends a search with SearchInterrupted, still a
+KeyboardInterrupt for callers that do not look, carrying the counts so far.
 """
 
 import time
@@ -57,6 +59,18 @@ class Result(msgspec.Struct):
     seconds: float
     complete: bool  # the whole bounded state space was explored
     counterexamples: list  # one per violated property, in property order
+    interrupted: bool = False  # ended by an interrupt: the counts so far, not complete, no counterexamples
+
+
+class SearchInterrupted(KeyboardInterrupt):
+    """An interrupt during a search, with what had been explored: its `result` is interrupted.
+
+    No counterexample is rebuilt: stopping must be prompt, and a sharded search's workers may be gone.
+    """
+
+    def __init__(self, distinct: int, generated: int, depth: int, seconds: float) -> None:
+        super().__init__()
+        self.result = Result(distinct, generated, depth, seconds, False, [], interrupted=True)
 
 
 class ParentLinks:
@@ -127,26 +141,29 @@ def explore(
     generated = len(frontier)
     depth = 0
     next_report = start + progress_every
-    while frontier and not (findings and not keep_going):
-        if max_states is not None and len(parents) >= max_states:
-            break
-        level: list[tuple[int, object]] = []
-        for parent_fp, state in frontier:
-            for _action, successor in system.successors(state):
-                generated += 1
-                fp = system.fingerprint(successor)
-                if parents.adopt(fp, parent_fp):
-                    level.append((fp, successor))
-                    found = system.violations(successor)
-                    if found:
-                        findings.note(depth + 1, fp, found)
-            if progress and time.perf_counter() >= next_report:
-                progress(Progress(len(parents), generated, depth + 1, len(level), time.perf_counter() - start))
-                next_report = time.perf_counter() + progress_every
-        parents.settle()
-        if level:
-            depth += 1
-        frontier = level
+    try:
+        while frontier and not (findings and not keep_going):
+            if max_states is not None and len(parents) >= max_states:
+                break
+            level: list[tuple[int, object]] = []
+            for parent_fp, state in frontier:
+                for _action, successor in system.successors(state):
+                    generated += 1
+                    fp = system.fingerprint(successor)
+                    if parents.adopt(fp, parent_fp):
+                        level.append((fp, successor))
+                        found = system.violations(successor)
+                        if found:
+                            findings.note(depth + 1, fp, found)
+                if progress and time.perf_counter() >= next_report:
+                    progress(Progress(len(parents), generated, depth + 1, len(level), time.perf_counter() - start))
+                    next_report = time.perf_counter() + progress_every
+            parents.settle()
+            if level:
+                depth += 1
+            frontier = level
+    except KeyboardInterrupt:
+        raise SearchInterrupted(len(parents), generated, depth, time.perf_counter() - start) from None
     seconds = time.perf_counter() - start
     order = {rule: i for i, rule in enumerate(system.property_ids())}
     counterexamples = [

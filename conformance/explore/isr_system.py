@@ -8,10 +8,10 @@ symmetry reduction, and they run on the in-process engine.
 from collections.abc import Iterator
 
 import msgspec
-from tabulate import tabulate
 
 from conformance.explore.engine import Violation
 from conformance.explore.kraft_system import stable_fingerprint
+from conformance.text import wrapped_table
 from model.cluster import Append, CrashNode, Deliver, RestartNode
 from model.isr import properties
 from model.isr.cluster import Action, Elect, Partition, Shrink, StartFetch
@@ -121,4 +121,4 @@ def steps_table(steps: list[dict]) -> str:
     names = list(steps[0]["replicas"])
     rows = [(s["step"], s["action"], *s["replicas"].values(), s["controller"], s["acknowledged"], " ".join(s["rules"])) for s in steps]
     headers = ("step", "action", *names, "controller", "acked", "rules")
-    return tabulate(rows, headers=headers, tablefmt="simple", maxcolwidths=[None, 34, *([30] * len(names)), None, 16, 30])
+    return wrapped_table(rows, headers, [None, 34, *([30] * len(names)), None, 16, 30])

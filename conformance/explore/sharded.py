@@ -8,20 +8,30 @@ their parts (node states, history, messages), with the parts themselves sent onl
 time that worker needs them. The coordinator routes those batches, merges the findings with
 the same rule as conformance.explore.engine, and rebuilds counterexamples from the owners' parent
 links, so the counts and counterexamples equal the single-process engine's.
+
+No worker outlives its coordinator: each asks to be killed when the coordinator dies (SIGKILL
+included) and holds no end of the pipes but its own, so a coordinator that ends, or is
+interrupted, closes them and reaps its workers.
 """
 
+import contextlib
 import multiprocessing
+import os
+import signal
 import time
 import traceback
 from collections.abc import Callable
 
 import msgspec
 
-from conformance.explore.engine import Counterexample, Findings, ParentLinks, Progress, Result, Violation, shortest_path
+from adapters.process_lifetime import die_with_parent
+from conformance.explore.engine import Counterexample, Findings, ParentLinks, Progress, Result, SearchInterrupted, Violation, shortest_path
 from conformance.explore.kraft_system import KraftSystem
 from model.cluster import History
 from model.network import Envelope
 from model.state import NodeState
+
+STOP_GRACE_SECONDS = 1.0  # how long stop() lets busy workers finish before killing them
 
 
 class Batch(msgspec.Struct, array_like=True):
@@ -130,12 +140,25 @@ class Worker:
         return len(self.frontier), findings
 
 
-def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], connection) -> None:
-    """A worker's loop: answer the coordinator's commands until told to stop."""
+def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], connection, coordinator: int, foreign: list) -> None:
+    """A worker's loop: answer the coordinator's commands until its pipe closes.
+
+    `foreign` are the coordinator's pipe ends the fork copied: closed, so that only the
+    coordinator holds them. A terminal's Ctrl-C reaches the whole process group: only the
+    coordinator acts on it; SIGTERM ends a worker at once.
+    """
+    die_with_parent(coordinator)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for end in foreign:
+        end.close()
     try:
         worker = Worker(index, count, make_system())
         while True:
-            command, argument = connection.recv()
+            try:
+                command, argument = connection.recv()
+            except EOFError:
+                return  # the coordinator is done, or gone
             if command == "start":
                 connection.send(worker.start())
             elif command == "expand":
@@ -144,10 +167,9 @@ def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], 
                 connection.send(worker.ingest(*argument))
             elif command == "parent":
                 connection.send(worker.parents.get(argument))
-            elif command == "stop":
-                return
     except BaseException:
-        connection.send(("error", traceback.format_exc()))
+        with contextlib.suppress(OSError):  # the coordinator may have closed the pipe already
+            connection.send(("error", traceback.format_exc()))
 
 
 class Coordinator:
@@ -158,8 +180,10 @@ class Coordinator:
         self.processes = []
         for index in range(workers):
             mine, theirs = context.Pipe()
-            process = context.Process(target=worker_main, args=(index, workers, make_system, theirs), daemon=True)
+            foreign = [*self.connections, mine]
+            process = context.Process(target=worker_main, args=(index, workers, make_system, theirs, os.getpid(), foreign), daemon=True)
             process.start()
+            theirs.close()  # the worker's alone: when it dies, receive() gets end of file
             self.connections.append(mine)
             self.processes.append(process)
 
@@ -171,6 +195,7 @@ class Coordinator:
         try:
             reply = self.connections[index].recv()
         except EOFError:
+            self.processes[index].join(STOP_GRACE_SECONDS)  # reaped, it has an exit code to report
             raise WorkerFailed(f"worker {index} exited unexpectedly (exit code {self.processes[index].exitcode})") from None
         if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "error":
             raise WorkerFailed(f"worker {index} failed:\n{reply[1]}")
@@ -182,15 +207,16 @@ class Coordinator:
         return [self.receive(index) for index in range(self.count)]
 
     def stop(self) -> None:
+        """Close the pipes, which ends idle workers; kill those still busy (after an interrupt or a
+        failure) once the grace is over; reap them all."""
         for connection in self.connections:
-            try:
-                connection.send(("stop", None))
-            except (BrokenPipeError, OSError):
-                pass
+            connection.close()
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
         for process in self.processes:
-            process.join(timeout=5)
+            process.join(max(0.0, deadline - time.monotonic()))
             if process.is_alive():
                 process.kill()
+                process.join()
 
 
 def explore_sharded(
@@ -209,6 +235,7 @@ def explore_sharded(
     """
     start = time.perf_counter()
     coordinator = Coordinator(make_system, workers)
+    distinct = generated = depth = 0
     try:
         findings = Findings()
         started = coordinator.broadcast("start", [None] * workers)
@@ -256,5 +283,7 @@ def explore_sharded(
             for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
         ]
         return Result(distinct, generated, depth, seconds, not frontier, counterexamples)
+    except KeyboardInterrupt:
+        raise SearchInterrupted(distinct, generated, depth, time.perf_counter() - start) from None
     finally:
         coordinator.stop()

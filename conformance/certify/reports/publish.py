@@ -1,4 +1,5 @@
-"""Writing the report files of a certification under its output directory."""
+"""Publishing a certification's report set: the report files and the shortened divergent traces,
+all from one run, swapped in whole (conformance.outputs)."""
 
 from pathlib import Path
 
@@ -7,12 +8,33 @@ import msgspec
 from conformance.certify.reports.junit import junit
 from conformance.certify.reports.markdown import markdown
 from conformance.certify.verdicts import Certification
+from conformance.outputs import check_directory, owned_names, publish_directory
 from spec import trace as traces
+from spec.trace import Trace
 
 REPORT_FILES = {"markdown": "report.md", "json": "report.json", "junit": "junit.xml"}
+DIVERGENCES = "divergences"  # the shortened reproducing traces, one per divergent trace
+REPORT_SET = owned_names([*REPORT_FILES.values(), DIVERGENCES])
 
 
-def write_reports(out: Path, report: Certification) -> None:
-    traces.write_bytes_atomically(out / REPORT_FILES["markdown"], markdown(report).encode())
-    traces.write_bytes_atomically(out / REPORT_FILES["json"], msgspec.json.format(msgspec.json.encode(report), indent=1) + b"\n")
-    traces.write_bytes_atomically(out / REPORT_FILES["junit"], junit(report).encode())
+def check_report_directory(out: Path) -> None:
+    """Before any work: `out` can take a report set (new, empty, or an earlier report set)."""
+    check_directory(out, REPORT_SET, "certification reports")
+
+
+def divergence_path(out: Path, trace: Path) -> Path:
+    """Where the shortened reproduction of a divergent trace is published."""
+    return out / DIVERGENCES / f"{trace.stem}.jsonl"
+
+
+def write_reports(out: Path, report: Certification, shortened: dict[str, Trace]) -> None:
+    """Publish the report files and the shortened traces (by published path) as one set."""
+
+    def fill(staging: Path) -> None:
+        for published, short in shortened.items():
+            traces.write(staging / Path(published).relative_to(out), short)
+        (staging / REPORT_FILES["markdown"]).write_bytes(markdown(report).encode())
+        (staging / REPORT_FILES["json"]).write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=1) + b"\n")
+        (staging / REPORT_FILES["junit"]).write_bytes(junit(report).encode())
+
+    publish_directory(out, fill)

@@ -8,6 +8,7 @@ from tabulate import tabulate
 from conformance.certify.replay import failure_text
 from conformance.certify.reports.publish import REPORT_FILES
 from conformance.certify.verdicts import Certification
+from conformance.text import wrapped_table
 
 
 def terminal_summary(report: Certification, out: Path, show: int = 15) -> str:
@@ -24,7 +25,7 @@ def terminal_summary(report: Certification, out: Path, show: int = 15) -> str:
     failing = [r for r in report.results if not r.passed]
     if failing:
         table = [(Path(r.trace).name, r.divergence.step if r.divergence else "-", r.divergence.field if r.divergence else "adapter failed", " ".join(r.rules_failed) or "-") for r in failing[:show]]
-        text += "\n\n" + tabulate(table, headers=("failing trace", "step", "field", "rules"), tablefmt="simple", maxcolwidths=[None, None, 40, 40])
+        text += "\n\n" + wrapped_table(table, ("failing trace", "step", "field", "rules"), [None, None, 40, 40])
         if len(failing) > show:
             text += f"\n... and {len(failing) - show} more (see {out / REPORT_FILES['markdown']})"
         first = failing[0]
@@ -34,5 +35,7 @@ def terminal_summary(report: Certification, out: Path, show: int = 15) -> str:
     return text
 
 
-def print_progress(number: int, total: int, failed: int) -> None:
-    print(f"\r  traces {number}/{total}  failed {failed}", end="" if number < total else "\n", file=sys.stderr, flush=True)
+def print_progress(stage: str, done: int, total: int, count: int) -> None:
+    """One live line: traces replayed (and failed so far), then divergences shortened (and candidate replays left)."""
+    tail = f"failed {count}" if stage == "traces" else f"replays left {count}"
+    print(f"\r  {stage} {done}/{total}  {tail}  ", end="" if done < total else "\n", file=sys.stderr, flush=True)

@@ -1,0 +1,122 @@
+"""The corpus manifest: how a corpus was made, what it covers, and the hash of every file.
+
+It is also the corpus's proof of ownership and integrity: kraftcheck writes only into a
+directory whose manifest lists what it wrote, and replays only a corpus whose files are
+exactly those the manifest lists, with the hashes it gives.
+"""
+
+import functools
+from pathlib import Path
+
+import msgspec
+
+from conformance.explore.configs import CheckConfig, IsrCheckConfig
+from spec import trace as traces
+
+MANIFEST = "manifest.json"
+KIND = "kraftcheck-corpus"
+
+
+class GenerateOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """What fixes a corpus besides the configuration."""
+
+    max_states: int = 150_000  # cluster states the search may visit
+    walks: int = 8  # seeded random walks per configuration
+    walk_steps: int = 250
+    seed: int = 0
+
+
+class CoverageRow(msgspec.Struct, frozen=True, kw_only=True):
+    cell: str
+    trace: str
+    step: int
+
+
+class Explored(msgspec.Struct, frozen=True, kw_only=True):
+    """One configuration's search: how far it went and how many cells it met."""
+
+    config: str
+    bounds: CheckConfig | IsrCheckConfig
+    states: int
+    complete: bool  # the bounded state space was exhausted within max_states
+    cells: int
+
+
+class Manifest(msgspec.Struct, frozen=True, kw_only=True):
+    kind: str
+    format_version: int
+    options: GenerateOptions
+    searches: tuple[Explored, ...]
+    traces: int
+    steps: int
+    cells: int
+    rules: dict[str, int]  # rule ID -> steps exercising it
+    coverage: tuple[CoverageRow, ...]  # each cell and the trace chosen for it
+    files: dict[str, str]  # file name -> sha256
+    content_hash: str  # sha256 over the files' names and hashes
+
+
+class _Listing(msgspec.Struct, kw_only=True):
+    """The part of a manifest that says what the corpus holds (read leniently: it is untrusted)."""
+
+    kind: str
+    files: dict[str, str]
+
+
+def listing(corpus: Path) -> dict[str, str] | None:
+    """File name -> sha256 from the corpus's manifest; None if the directory has no manifest."""
+    path = corpus / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        found = msgspec.json.decode(path.read_bytes(), type=_Listing)
+    except (OSError, ValueError, RecursionError) as error:
+        raise traces.TraceError(f"{path}: not a readable corpus manifest: {error}") from None
+    if found.kind != KIND or any("/" in name or name.startswith(".") for name in found.files):
+        raise traces.TraceError(f"{path}: not a kraftcheck corpus manifest")
+    return found.files
+
+
+def verified_files(corpus: Path, found: list[Path]) -> list[Path]:
+    """The corpus's trace files, checked against its manifest: none missing, none added (a changed
+    one fails alone when it is replayed: `changed_since_generated`).
+
+    `found` are the trace files present; without a manifest they are returned as they are.
+    """
+    listed = listing(corpus)
+    if listed is None:
+        return found
+    problems = []
+    missing = [name for name in listed if not (corpus / name).is_file()]
+    if missing:
+        problems.append(f"{len(missing)} of {len(listed)} listed traces are missing (first: {missing[0]})")
+    added = [str(p.relative_to(corpus)) for p in found if str(p.relative_to(corpus)) not in listed]
+    if added:
+        problems.append(f"{len(added)} trace files are not listed (first: {added[0]})")
+    if problems:
+        raise traces.TraceError(f"{corpus}: the corpus does not match its manifest: {'; '.join(problems)}. Regenerate it, or pass --no-verify to replay the files as they are")
+    return [corpus / name for name in sorted(listed)]
+
+
+def changed_since_generated(path: Path, data: bytes) -> bool:
+    """Whether a trace file's bytes differ from the hash its corpus's manifest gives for it
+    (False for a file that no manifest beside it lists)."""
+    listed = _cached_listing(path.parent, *_stamp(path.parent / MANIFEST))
+    return listed is not None and path.name in listed and traces.content_hash(data) != listed[path.name]
+
+
+def _stamp(manifest: Path) -> tuple[int, int]:
+    try:
+        found = manifest.stat()
+    except OSError:
+        return (0, 0)
+    return (found.st_mtime_ns, found.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_listing(corpus: Path, mtime_ns: int, size: int) -> dict[str, str] | None:
+    """`listing`, read once per version of the manifest (a corpus has hundreds of traces)."""
+    try:
+        return listing(corpus)
+    except traces.TraceError:
+        return None  # certification refuses such a corpus before replaying; a lone replay just skips the check

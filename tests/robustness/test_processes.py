@@ -1,0 +1,221 @@
+"""No process outlives kraftcheck: the sharded engine's workers and an adapter's processes, an
+implementation that daemonizes included, end with it however it ends (SIGTERM, SIGKILL), and an
+interrupted check still prints what it explored. Real processes; the process table (/proc) is
+the witness. Every wait is bounded, and whatever a test starts is killed when it ends."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; the mechanisms are Linux's")
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE = sorted((ROOT / "traces").glob("*.jsonl"))[0]
+WAIT_SECONDS = 10.0
+FAULTS_DISTINCT = 1_537_931  # the faults configuration's states, pinned in tests/test_check_configs.py
+
+# A node that first leaves a daemon behind (double fork, setsid(): a session and a parent of its
+# own) and records both pids, then hangs (--hang) or refuses every command but stop.
+DAEMONIZING_NODE = textwrap.dedent(
+    """
+    import json, os, sys, time
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    ready, up = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            (here / f"daemon-{os.getpid()}").touch()
+            os.write(up, b"up")
+            time.sleep(60)
+        os._exit(0)
+    os.read(ready, 2)
+    (here / f"node-{os.getpid()}").touch()
+    if "--hang" in sys.argv:
+        time.sleep(60)
+    for line in sys.stdin:
+        if json.loads(line)["command"] == "stop":
+            print(json.dumps({"ok": True}), flush=True)
+            break
+        print(json.dumps({"ok": False, "error": "this node only daemonizes"}), flush=True)
+    """
+)
+
+
+def stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first, then the parent pid), None once gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].decode().split()
+    except OSError:
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Running or sleeping: a zombie has ended, only its exit status is left."""
+    fields = stat(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+def pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def children(parent: int) -> list[int]:
+    return [pid for pid in pids() if (fields := stat(pid)) and int(fields[1]) == parent and fields[0] != "Z"]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if fields else 0.0
+
+
+def argv(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def mentioning(text: str) -> list[int]:
+    """The live processes whose command line contains `text`."""
+    return [pid for pid in pids() if text in argv(pid) and alive(pid)]
+
+
+def wait_for(condition: Callable[[], object], what: str) -> object:
+    """Poll until `condition()` is true (and return it), for at most WAIT_SECONDS."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"still waiting after {WAIT_SECONDS:g} s for {what}")
+        time.sleep(0.05)
+    return value
+
+
+def recorded(directory: Path, kind: str) -> list[int]:
+    """The pids the daemonizing node wrote down, `node` or `daemon`."""
+    return [int(path.name.split("-")[1]) for path in directory.glob(f"{kind}-*")]
+
+
+class Started:
+    """What a test starts: kraftcheck processes, and everything whose command line names the
+    test's directory (workers, the node, its daemon). All of it is killed when the test ends."""
+
+    def __init__(self, directory: Path) -> None:
+        self.marker = f"{directory}/"
+        self.processes: list[subprocess.Popen] = []
+        self.guards: list[int] = []
+
+    def kraftcheck(self, *args: str) -> subprocess.Popen:
+        # SIGINT as a terminal delivers it, even if the test runner was started with it ignored.
+        process = subprocess.Popen(
+            [sys.executable, "-m", "conformance.cli", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        self.processes.append(process)
+        return process
+
+    def cleanup(self) -> None:
+        """Kill it all first: a stray holding kraftcheck's stdout would block reading it to the end."""
+        for process in self.processes:
+            process.kill()
+        for pid in mentioning(self.marker) + [pid for pid in self.guards if "process_lifetime" in argv(pid)]:
+            os.kill(pid, signal.SIGKILL)
+        for process in self.processes:
+            process.communicate(timeout=WAIT_SECONDS)
+
+
+@pytest.fixture
+def started(tmp_path):
+    started = Started(tmp_path)
+    yield started
+    started.cleanup()
+
+
+def exploring_workers(check: subprocess.Popen) -> list[int] | None:
+    """The two workers of a sharded check, once both have spent CPU time on the search."""
+    workers = children(check.pid)
+    return workers if len(workers) == 2 and all(cpu_seconds(pid) >= 0.3 for pid in workers) else None
+
+
+def test_sigterm_stops_a_sharded_check_with_a_partial_summary_and_reaps_its_workers(started, tmp_path):
+    check = started.kraftcheck("check", "--config", "faults", "--workers", "2", "--json", "--out", str(tmp_path / "out"))
+    workers = wait_for(lambda: exploring_workers(check), "two workers exploring")
+    check.send_signal(signal.SIGTERM)
+    out, err = check.communicate(timeout=WAIT_SECONDS)
+    assert check.returncode == 130, err
+    assert not [pid for pid in workers if alive(pid)], "the coordinator exited before its workers"
+    data = json.loads(out)
+    assert data["interrupted"] is True and data["complete"] is False
+    assert 0 < data["distinct_states"] < FAULTS_DISTINCT and data["depth"] > 0 and data["workers"] == 2
+    assert set(data["properties"].values()) == {"unknown (interrupted)"} and data["violations"] == []
+    assert "interrupted" in err and "Traceback" not in err
+
+
+def test_sigkill_of_a_sharded_check_takes_its_workers_with_it(started, tmp_path):
+    check = started.kraftcheck("check", "--config", "faults", "--workers", "2", "--out", str(tmp_path / "out"))
+    workers = wait_for(lambda: exploring_workers(check), "two workers exploring")
+    check.kill()
+    check.wait(timeout=WAIT_SECONDS)
+    wait_for(lambda: not [pid for pid in workers if alive(pid)], "the workers to die with their coordinator")
+
+
+def test_ctrl_c_during_an_in_process_check_prints_the_partial_summary(started, tmp_path):
+    check = started.kraftcheck("check", "--config", "faults", "--workers", "1", "--out", str(tmp_path / "out"))
+    wait_for(lambda: cpu_seconds(check.pid) >= 2.0, "the check to be exploring")  # well past its imports
+    check.send_signal(signal.SIGINT)
+    out, err = check.communicate(timeout=WAIT_SECONDS)
+    assert check.returncode == 130, err
+    assert re.search(r"exhaustive\s+no \(interrupted\)", out), out
+    distinct = int(re.search(r"distinct states\s+([\d,]+)", out).group(1).replace(",", ""))
+    assert 0 < distinct < FAULTS_DISTINCT
+    assert "SAFE-1" in out and "unknown (interrupted)" in out and "holds" not in out
+    assert "interrupted" in err and "Traceback" not in err
+
+
+def write_node(directory: Path) -> Path:
+    script = directory / "daemonizing_node.py"
+    script.write_text(DAEMONIZING_NODE)
+    return script
+
+
+def test_certify_kills_a_daemonizing_implementation_when_it_ends(started, tmp_path):
+    node = write_node(tmp_path)
+    certify = started.kraftcheck("certify", "--adapter", f"subprocess:{sys.executable} {node}", "--corpus", str(TRACE), "--out", str(tmp_path / "out"), "--json")
+    out, err = certify.communicate(timeout=WAIT_SECONDS)
+    assert certify.returncode == 1, err
+    assert json.loads(out)["failed"] == 1  # the trace went through the node, which refused it
+    daemons, nodes = recorded(tmp_path, "daemon"), recorded(tmp_path, "node")
+    assert len(daemons) == 1 and len(nodes) == 1
+    assert not alive(daemons[0]) and not alive(nodes[0])
+    assert mentioning(str(node)) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_killed_certify_leaves_no_implementation_process(started, tmp_path, signum):
+    node = write_node(tmp_path)
+    adapter = f"subprocess:{sys.executable} {node} --hang"
+    certify = started.kraftcheck("certify", "--adapter", adapter, "--step-timeout", "60", "--corpus", str(TRACE), "--out", str(tmp_path / "out"))
+    wait_for(lambda: recorded(tmp_path, "node"), "the node and its daemon to start")
+    [daemon], [node_pid] = recorded(tmp_path, "daemon"), recorded(tmp_path, "node")
+    guards = [pid for pid in children(certify.pid) if "process_lifetime" in argv(pid)]
+    started.guards.extend(guards)
+    assert len(guards) == 1 and alive(daemon) and alive(node_pid)
+    certify.send_signal(signum)
+    certify.communicate(timeout=WAIT_SECONDS)
+    assert certify.returncode == (130 if signum == signal.SIGTERM else -signal.SIGKILL)
+    wait_for(lambda: not [pid for pid in (daemon, node_pid, *guards) if alive(pid)], "the node, its daemon and the guard to end")
+    assert mentioning(str(node)) == []
