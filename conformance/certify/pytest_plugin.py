@@ -148,6 +148,8 @@ def failure_text(result: "TraceResult") -> str:
             f"expected: {divergence.expected}",
             f"actual:   {divergence.actual}",
         ]
+        if divergence.expected_json:
+            lines += [f"differing: {', '.join(divergence.differing)}", "expected, as JSON:", divergence.expected_json, "actual, as JSON:", divergence.actual_json]
     if result.rules_failed:
         lines.append(f"rules:    {' '.join(result.rules_failed)}")
     return "\n".join(lines)

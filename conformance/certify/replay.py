@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
@@ -19,6 +20,8 @@ from conformance.text import message_text, readable
 from spec import errors
 from spec import trace as traces
 from spec.trace import Observed, Outputs, Step, Trace
+
+JSON_LIMIT = 20_000  # characters of each side's JSON a divergence keeps (an implementation may send anything)
 
 
 class Divergence(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,6 +33,21 @@ class Divergence(msgspec.Struct, frozen=True, kw_only=True):
     expected: str
     actual: str
     rules: tuple[str, ...]
+    differing: tuple[str, ...] = ()  # every differing field of the part that differs, `field` first
+    expected_json: str = ""  # that part (the response, the sends, the state...) as the protocol's JSON, every field shown
+    actual_json: str = ""
+
+
+class Difference(NamedTuple):
+    """Where a step's outputs part from the trace: the first differing field, every differing
+    field, and the part they belong to as JSON on both sides."""
+
+    field: str
+    expected: str
+    actual: str
+    differing: tuple[str, ...]
+    expected_json: str
+    actual_json: str
 
 
 class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,28 +71,38 @@ def _annotated(field: str, value: object) -> str:
     return repr(value) if not isinstance(value, str) else value
 
 
-def first_difference(path: str, expected: object, actual: object) -> tuple[str, str, str] | None:
-    """The first differing field between two builtin-converted values: (path, expected, actual)."""
+def differences(path: str, expected: object, actual: object) -> list[tuple[str, str, str]]:
+    """Every differing field between two builtin-converted values, in field order: (path, expected, actual)."""
     if isinstance(expected, dict) and isinstance(actual, dict):
         if expected.get("type") != actual.get("type"):
-            return (f"{path}.type", str(expected.get("type")), str(actual.get("type")))
+            return [(f"{path}.type", str(expected.get("type")), str(actual.get("type")))]
+        found = []
         for key in list(expected) + [k for k in actual if k not in expected]:
-            found = first_difference(f"{path}.{key}", expected.get(key), actual.get(key))
-            if found:
-                return found
-        return None
+            found += differences(f"{path}.{key}", expected.get(key), actual.get(key))
+        return found
     if isinstance(expected, list) and isinstance(actual, list):
-        for index, (a, b) in enumerate(zip(expected, actual)):
-            found = first_difference(f"{path}[{index}]", a, b)
-            if found:
-                return found
+        found = [difference for index, (a, b) in enumerate(zip(expected, actual)) for difference in differences(f"{path}[{index}]", a, b)]
         if len(expected) != len(actual):
-            return (f"{path} length", str(len(expected)), str(len(actual)))
-        return None
+            found.append((f"{path} length", str(len(expected)), str(len(actual))))
+        return found
     if expected != actual:
         field = path.rsplit(".", 1)[-1]
-        return (path, _annotated(field, expected), _annotated(field, actual))
-    return None
+        return [(path, _annotated(field, expected), _annotated(field, actual))]
+    return []
+
+
+def _json(value: object) -> str:
+    """A value as the protocol's JSON: every field, indented, so that a default is as visible as any value."""
+    return msgspec.json.format(msgspec.json.encode(msgspec.to_builtins(value)), indent=2).decode()
+
+
+def _part(path: str, expected: object, actual: object) -> Difference | None:
+    """The difference between one part of the outputs (a response, a result, a state), if any."""
+    found = differences(path, msgspec.to_builtins(expected), msgspec.to_builtins(actual))
+    if not found:
+        return None
+    field, want, got = found[0]
+    return Difference(field, want, got, tuple(f for f, _, _ in found), _json(expected), _json(actual))
 
 
 def _message_or_none(message: object) -> str:
@@ -85,31 +113,35 @@ def _sends_text(sends: Iterable) -> str:
     return "; ".join(f"to {s.destination}: {message_text(s.message)}" for s in sends) or "none"
 
 
-def compare(step: Step, actual: Outputs, observed: Observed | None) -> tuple[str, str, str] | None:
+def compare(step: Step, actual: Outputs, observed: Observed | None) -> Difference | None:
     """The first difference between a step's expectation and what the adapter reported."""
     expected = step.expect
     if (expected.response is None) != (actual.response is None) or (
         expected.response is not None and type(expected.response) is not type(actual.response)
     ):
-        return ("response", _message_or_none(expected.response), _message_or_none(actual.response))
-    if expected.response is not None:
-        found = first_difference("response", msgspec.to_builtins(expected.response), msgspec.to_builtins(actual.response))
-        if found:
-            return found
+        return Difference("response", _message_or_none(expected.response), _message_or_none(actual.response), ("response",), _json(expected.response), _json(actual.response))
+    if expected.response is not None and (found := _part("response", expected.response, actual.response)):
+        return found
     want = Counter(msgspec.json.encode(s) for s in expected.sends)
     got = Counter(msgspec.json.encode(s) for s in actual.sends)
     if want != got:
         missing = [s for s in expected.sends if want[msgspec.json.encode(s)] > got[msgspec.json.encode(s)]]
         extra = [s for s in actual.sends if got[msgspec.json.encode(s)] > want[msgspec.json.encode(s)]]
-        return ("sends", f"{_sends_text(expected.sends)} (missing: {_sends_text(missing)})", f"{_sends_text(actual.sends)} (unexpected: {_sends_text(extra)})")
+        return Difference(
+            "sends",
+            f"{_sends_text(expected.sends)} (missing: {_sends_text(missing)})",
+            f"{_sends_text(actual.sends)} (unexpected: {_sends_text(extra)})",
+            ("sends",),
+            _json(sorted(expected.sends, key=msgspec.json.encode)),
+            _json(sorted(actual.sends, key=msgspec.json.encode)),
+        )
     for field in ("append_result", "alter_isr"):
-        found = first_difference(field, msgspec.to_builtins(getattr(expected, field)), msgspec.to_builtins(getattr(actual, field)))
-        if found:
+        if found := _part(field, getattr(expected, field), getattr(actual, field)):
             return found
     if expected.shutdown != actual.shutdown:
-        return ("shutdown", str(expected.shutdown), str(actual.shutdown))
+        return Difference("shutdown", str(expected.shutdown), str(actual.shutdown), ("shutdown",), _json(expected.shutdown), _json(actual.shutdown))
     if step.state is not None and observed is not None:
-        return first_difference("state", msgspec.to_builtins(step.state), msgspec.to_builtins(observed))
+        return _part("state", step.state, observed)
     return None
 
 
@@ -139,8 +171,17 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
             observed = adapter.observe() if step.state is not None else None
             found = compare(step, actual, observed)
             if found:
-                field, expected, got = found
-                divergence = Divergence(step=step.step, input=readable(step.note), field=field, expected=readable(expected), actual=readable(got), rules=step.rules)
+                divergence = Divergence(
+                    step=step.step,
+                    input=readable(step.note),
+                    field=found.field,
+                    expected=readable(found.expected),
+                    actual=readable(found.actual),
+                    rules=step.rules,
+                    differing=found.differing,
+                    expected_json=readable(found.expected_json, JSON_LIMIT),
+                    actual_json=readable(found.actual_json, JSON_LIMIT),
+                )
                 return result(passed=False, divergence=divergence, rules_failed=step.rules)
             run += 1
             passed_rules.update(step.rules)

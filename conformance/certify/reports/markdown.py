@@ -29,6 +29,7 @@ def markdown(report: Certification) -> str:
         if result.divergence:
             d = result.divergence
             lines += ["| | |", "|---|---|", f"| step | {d.step} |", f"| input | {_cell(d.input)} |", f"| field | `{d.field}` |", f"| expected | {_cell(d.expected)} |", f"| actual | {_cell(d.actual)} |", f"| rules | {' '.join(d.rules)} |", ""]
+            lines += json_diff(d.differing, d.expected_json, d.actual_json)
         if result.trace in report.shortened:
             lines += [f"Shortened reproducing trace: `{report.shortened[result.trace]}`", ""]
     kinds = sorted({kind for row in report.coverage.values() for kind in row})
@@ -40,3 +41,13 @@ def markdown(report: Certification) -> str:
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
+
+
+def json_diff(differing: tuple[str, ...], expected_json: str, actual_json: str) -> list[str]:
+    """Expected and actual as the protocol's JSON, every field shown, the differing fields named:
+    a default value (LastOffset 0 against -1) is as visible as any other."""
+    if not expected_json:
+        return []
+    named = ", ".join(f"`{field}`" for field in differing)
+    fence = "~~~~"  # a JSON string may hold backticks
+    return [f"Differing fields: {named}.", "", "Expected:", "", f"{fence}json", expected_json, fence, "", "Actual:", "", f"{fence}json", actual_json, fence, ""]

@@ -1,5 +1,6 @@
 """What `kraftcheck certify` prints: live progress and the closing summary."""
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -30,6 +31,8 @@ def terminal_summary(report: Certification, out: Path, show: int = 15) -> str:
             text += f"\n... and {len(failing) - show} more (see {out / REPORT_FILES['markdown']})"
         first = failing[0]
         text += f"\n\nfirst divergence, {first.trace}:\n  {failure_text(first)}"
+        if first.divergence and first.divergence.expected_json:
+            text += "\n" + side_by_side(first.divergence.differing, first.divergence.expected_json, first.divergence.actual_json)
     if report.rules_failed:
         text += f"\n\nrules departed from: {' '.join(report.rules_failed)}"
     return text
@@ -39,3 +42,15 @@ def print_progress(stage: str, done: int, total: int, count: int) -> None:
     """One live line: traces replayed (and failed so far), then divergences shortened (and candidate replays left)."""
     tail = f"failed {count}" if stage == "traces" else f"replays left {count}"
     print(f"\r  {stage} {done}/{total}  {tail}  ", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def side_by_side(differing: tuple[str, ...], expected_json: str, actual_json: str, most: int = 60) -> str:
+    """The differing part as JSON, expected beside actual (`<>` marks a line that differs), its
+    differing fields named."""
+    width = min(most, max(len(line) for line in expected_json.splitlines()))
+    rows = itertools.zip_longest(expected_json.splitlines(), actual_json.splitlines(), fillvalue="")
+    lines = [f"  differing: {', '.join(differing)}", f"  {'expected':<{width}}      actual"]
+    for want, got in rows:
+        cut = want if len(want) <= width else want[: width - 3] + "..."
+        lines.append(f"  {cut:<{width}}  {'<>' if want != got else '  '}  {got}")
+    return "\n".join(lines)
