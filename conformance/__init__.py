@@ -7,12 +7,13 @@ corpus/    the conformance corpus: coverage cells, the reference's traces, searc
 certify/   replay through an adapter, verdicts per rule, shortening, mutation score, the
            report formats (reports/), the pytest plugin
 coverage/  rule coverage measured from the rule tests
+diagrams/  message-sequence diagrams as SVG: counterexamples, traces, divergences
 commands/  the body of each `kraftcheck` command
 cli.py     the argument parser
 text.py    actions, messages and changes as text for people; outside text made safe to show
 outputs.py where kraftcheck writes: checked up front, never over what it does not own,
            report sets published whole
 
-A stage imports spec/, model/, adapters/ and the stages before it (explore < corpus <
-certify), never one after it; tests/test_layout.py enforces it.
+A stage imports spec/, model/, adapters/ and the stages before it (diagrams < explore <
+corpus < certify), never one after it; tests/test_layout.py enforces it.
 """

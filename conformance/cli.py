@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="model-check a configuration exhaustively",
         description="Explore every reachable state of a small cluster within bounds, checking every safety property. "
-        "Exit 0 if all hold, 1 on a violation (its shortest counterexample is printed and saved), 2 on an invalid "
+        "Exit 0 if all hold, 1 on a violation (its shortest counterexample is printed and saved as JSON Lines and as an SVG "
+        "sequence diagram), 2 on an invalid "
         "configuration or a vacuous check (no action leads out of the initial state).",
     )
     check.add_argument(
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--workers", type=int, help="worker processes, 1 to 64 (default: one per core, at most 64); counts are identical for any number; ISR configurations run in-process")
     check.add_argument("--keep-going", action="store_true", help="collect a counterexample for every violated property")
     check.add_argument("--max-states", type=int, help="stop after this many distinct states, at least 1")
-    check.add_argument("--out", default="out", help="directory for counterexample traces (default ./out)")
+    check.add_argument("--out", default="out", help="directory for counterexamples: JSON Lines and SVG diagrams (default ./out)")
     check.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     check.set_defaults(run=command("check"))
     sim = commands.add_parser("simulate", help="seeded random cluster runs checking every safety property", description="Random walks of a cluster, every safety property checked after every step. Exit 1 on a violation.")
@@ -116,15 +117,23 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(run=command("traces", "generate_corpus"))
     schema = trace_sub.add_parser("schema", help="print the JSON Schema of the trace format", description="Print the JSON Schema of the JSON Lines trace format (spec/trace.schema.json).")
     schema.set_defaults(run=command("traces", "print_schema"))
-    show = trace_sub.add_parser("show", help="show a trace as a step table", description="Read a trace file (validating it) and print its steps.")
+    show = trace_sub.add_parser(
+        "show",
+        help="show a trace as a step table or a sequence diagram",
+        description="Read a trace file (validating it) and print its steps as a table, or draw it as a message-sequence diagram "
+        "(--as svg): one lifeline for the node under test and one per peer, an arrow per message, its state where it changes.",
+    )
     show.add_argument("file", help="a trace file (.jsonl or .msgpack)")
+    show.add_argument("--as", dest="format", choices=("table", "svg"), default="table", help="table (default) or svg: a self-contained SVG diagram")
+    show.add_argument("--out", metavar="FILE", help="with --as svg: write the diagram to FILE (default: standard output)")
     show.set_defaults(run=command("traces", "show"))
 
     cert = commands.add_parser(
         "certify",
         help="replay the corpus through an adapter and report conformance rule by rule",
-        description="Replay every trace of the corpus through an adapter; write Markdown, JSON and JUnit reports with a verdict "
-        "per rule and a shortened reproducing trace per divergence. Exit 0 only if every trace conforms.",
+        description="Replay every trace of the corpus through an adapter; write Markdown, JSON, JUnit and HTML reports with a verdict "
+        "per rule and a shortened reproducing trace per divergence (report.html: the verdicts with each rule's sentence, a coverage "
+        "heat map, each divergence as a sequence diagram; self-contained, open it from disk). Exit 0 only if every trace conforms.",
     )
     cert.add_argument("--adapter", required=True, help="reference, mutant:NAME (see `kraftcheck mutants`) or subprocess:COMMAND")
     cert.add_argument("--corpus", help="a corpus directory or one trace file (default: the shipped traces/)")

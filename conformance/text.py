@@ -1,5 +1,6 @@
 """Readable renderings of cluster actions, messages and what each step changed, for people (every stage)."""
 
+import html
 import re
 from collections.abc import Sequence
 
@@ -79,6 +80,15 @@ def readable(text: str, limit: int = TEXT_LIMIT) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text) - limit:,} more characters)"
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+
+
+_NOT_XML = re.compile(r"[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # what XML 1.0 cannot hold
+
+
+def markup(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Text as XML (or HTML) character data or attribute value: readable, &<>"' escaped, and
+    nothing XML 1.0 forbids, whatever characters a trace or an implementation sent."""
+    return _NOT_XML.sub("\ufffd", html.escape(readable(text, limit), quote=True))
 
 
 WRAPPED_LINES = 12  # lines a wrapped cell may take before it is cut

@@ -82,6 +82,6 @@ def test_counterexample_files_are_identical_for_any_worker_count(tmp_path, capsy
         out = tmp_path / str(workers)
         assert cli.main(["check", "--config", name, "--profile", profile, "--workers", str(workers), "--out", str(out), "--json"]) == 1
         capsys.readouterr()
-        (saved,) = out.iterdir()
-        written.append(saved.read_bytes())
+        written.append({saved.name: saved.read_bytes() for saved in out.iterdir()})
     assert written[0] == written[1] == written[2]
+    assert sorted(written[0]) == [f"counterexample-{name}-{VARIANTS[profile][2]}.{kind}" for kind in ("jsonl", "svg")]

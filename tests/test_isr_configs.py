@@ -180,7 +180,7 @@ def test_counterexample_files_are_the_same_on_every_run(tmp_path, capsys):
         assert cli.main(["check", "--config", "isr-hw", "--json", "--out", str(tmp_path / run)]) == 1
         capsys.readouterr()
         written.append({p.relative_to(tmp_path / run): p.read_bytes() for p in (tmp_path / run).rglob("*") if p.is_file()})
-    assert written[0] == written[1] and len(written[0]) == 3 + 3 * 2  # a step table and a trace per replica, per property
+    assert written[0] == written[1] and len(written[0]) == 3 * (2 + 2)  # per property: a step table, a diagram and a trace per replica
 
 
 def test_scenario_1_saved_as_replica_traces_replays_and_shows_where_kip101_differs(tmp_path, capsys):

@@ -5,8 +5,8 @@ verdicts       the verdict per rule, the run's totals, the coverage matrix
 shorten        a divergent trace cut to the steps that still make the adapter depart
 certification  the whole run: replay every trace, shorten, write the reports
 mutation       the mutation score over the seeded-bug adapters
-reports/       one module per report format (Markdown, JUnit XML, terminal) and their publishing
+reports/       one module per report format (Markdown, JUnit XML, HTML, terminal) and their publishing
 pytest_plugin  every trace a pytest test, for an implementer's CI
 
-Imports spec/, model/, adapters/, conformance.explore and conformance.corpus.
+Imports spec/, model/, adapters/, conformance.diagrams, conformance.explore and conformance.corpus.
 """

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from conformance.corpus.counterexamples import save_replica_traces
-from conformance.explore.check import VACUOUS, check, counterexample_steps, counterexample_table, save_counterexample, summary, summary_table
+from conformance.explore.check import VACUOUS, check, counterexample_steps, counterexample_table, save_counterexample, save_counterexample_diagram, summary, summary_table
 from conformance.explore.configs import CheckConfig, IsrCheckConfig, check_bound, resolve
 from conformance.explore.engine import Progress
 from conformance.explore.isr_system import IsrSystem, steps_table
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     data = summary(name, config, system, result, workers=workers)
     if not args.json:
         print(summary_table(data))  # first: whatever happens to the files, the verdicts are shown
-    files, replica_files = [], []
+    files, diagrams, replica_files = [], [], []
     try:
         for counterexample in result.counterexamples:
             steps = counterexample_steps(system, counterexample.path)
@@ -74,10 +74,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"\n{counterexample.violation.rule} violated after {len(counterexample.path) - 1} steps: {counterexample.violation.detail}")
                 print(steps_table(steps) if isr else counterexample_table(steps))
             files.append(save_counterexample(out, name, data, counterexample.violation, steps))
+            diagrams.append(save_counterexample_diagram(out, name, counterexample.violation, system, counterexample.path))
             replica_traces = save_replica_traces(out, name, counterexample.violation, system, counterexample.path) if isr else []
             replica_files += replica_traces
             if not args.json:
                 print(f"saved: {files[-1]}")
+                print(f"diagram: {diagrams[-1]}")
                 if replica_traces:
                     print(f"as conformance traces, one per replica: {replica_traces[0].parent}/ ({len(replica_traces)} files)")
     except OSError as error:
@@ -86,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         unsaved = None
     if args.json:
         data["counterexample_files"] = [str(path) for path in files]
+        data["counterexample_diagrams"] = [str(path) for path in diagrams]
         if isr:
             data["counterexample_traces"] = [str(trace) for trace in replica_files]
         print(json.dumps(data))

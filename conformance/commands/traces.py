@@ -8,7 +8,9 @@ from pathlib import Path
 from tabulate import tabulate
 
 from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, check_corpus_directory, generate, write_corpus
+from conformance.diagrams.traces import trace_svg
 from conformance.explore.configs import resolve
+from conformance.outputs import OutputError
 from conformance.text import wrapped_table
 from spec import trace as traces
 
@@ -40,6 +42,10 @@ def print_schema(args: argparse.Namespace) -> int:
 
 def show(args: argparse.Namespace) -> int:
     shown = traces.read(Path(args.file))
+    if args.format == "svg":
+        return show_svg(shown, args.out)
+    if args.out:
+        raise OutputError("--out writes a diagram: use it with --as svg")
     header = shown.header
     if header.cluster is not None:
         member = f"node {header.node} of voters {list(header.cluster.voters)} observers {list(header.cluster.observers)}, profile {header.cluster.profile}"
@@ -56,4 +62,18 @@ def show(args: argparse.Namespace) -> int:
         after = f"{state.role} e{state.epoch} leader {state.leader_id} log {state.log_end_offset} hw {state.high_watermark}" if state else "-"
         rows.append((step.step, step.note, answer, len(step.expect.sends), after, " ".join(step.rules)))
     print(wrapped_table(rows, ("step", "input", "errors", "sends", "state after", "rules"), [None, 60, 40, None, 40, 30]))
+    return 0
+
+
+def show_svg(shown: traces.Trace, out: str | None) -> int:
+    """The trace as a sequence diagram, to a file (written whole) or to standard output."""
+    svg = trace_svg(shown)
+    if out is None:
+        sys.stdout.write(svg)
+        return 0
+    try:
+        traces.write_bytes_atomically(Path(out), svg.encode())
+    except OSError as error:
+        raise OutputError(f"{out}: cannot write the diagram: {error.strerror or error}") from None
+    print(f"diagram: {out}", file=sys.stderr)
     return 0

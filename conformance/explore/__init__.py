@@ -8,6 +8,7 @@ configs       named configurations (configs.toml) and their overrides
 check         a `check` run: the system for a configuration, its summary, its counterexamples
 simulate      seeded random runs, every property checked after every step
 
-Imports spec/, model/ and adapters.process_lifetime (workers die with the coordinator).
+Imports spec/, model/, adapters.process_lifetime (workers die with the coordinator) and
+conformance.diagrams (`check` draws its counterexamples).
 A new engine goes beside `engine` and `sharded`.
 """

@@ -9,9 +9,11 @@ import msgspec
 from tabulate import tabulate
 
 from conformance import text
+from conformance.diagrams.isr import partition_svg
+from conformance.diagrams.kraft import cluster_svg
 from conformance.explore.configs import CheckConfig, IsrCheckConfig
 from conformance.explore.engine import Progress, Result, SearchInterrupted, Violation, explore
-from conformance.explore.isr_system import IsrSystem
+from conformance.explore.isr_system import IsrSystem, action_text
 from conformance.explore.kraft_system import KraftSystem
 from conformance.explore.sharded import explore_sharded
 from model.cluster import Cluster
@@ -121,6 +123,19 @@ def save_counterexample(directory: Path, name: str, data: dict, violation: Viola
     lines = [json.dumps(header)] + [json.dumps(step) for step in steps]
     write_bytes_atomically(path, "".join(line + "\n" for line in lines).encode())
     return path
+
+
+def save_counterexample_diagram(directory: Path, name: str, violation: Violation, system: KraftSystem | IsrSystem, path: list) -> Path:
+    """The counterexample as a message-sequence diagram (SVG) beside its JSON Lines file."""
+    title = f"{name}: {violation.rule} violated after {len(path) - 1} steps"
+    if isinstance(system, IsrSystem):
+        ids = system.partition.ids
+        svg = partition_svg(system.partition, [action for action, _ in path[1:]], title, lambda action: action_text(action, ids))
+    else:
+        svg = cluster_svg(system.cluster, [system.action(key) for key, _ in path[1:]], title)
+    target = directory / f"counterexample-{name}-{violation.rule}.svg"
+    write_bytes_atomically(target, svg.encode())
+    return target
 
 
 def check(

@@ -196,7 +196,7 @@ def test_a_later_report_set_replaces_the_earlier_one_whole(tmp_path):
     assert kraftcheck("certify", "--adapter", "mutant:hw-any-epoch", "--out", str(out)).returncode == 1
     assert list((out / "divergences").iterdir())
     assert kraftcheck("certify", "--adapter", "reference", "--out", str(out)).returncode == 0
-    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.json", "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html", "report.json", "report.md"]
     assert json.loads((out / "report.json").read_text())["adapter"] == "reference"
     assert ElementTree.parse(out / "junit.xml").getroot().get("failures") == "0"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "no staging directory is left behind"

@@ -1,19 +1,10 @@
 """junit.xml: one test case per trace, for CI systems."""
 
-import html
-import re
 from pathlib import Path
 
 from conformance.certify.replay import failure_text
 from conformance.certify.verdicts import Certification
-from conformance.text import readable
-
-_NOT_XML = re.compile(r"[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # what XML 1.0 cannot hold
-
-
-def attribute(text: str) -> str:
-    """Text as an XML attribute value: readable, escaped, and nothing XML 1.0 forbids."""
-    return _NOT_XML.sub("\ufffd", html.escape(readable(text), quote=True))
+from conformance.text import markup as attribute
 
 
 def junit(report: Certification) -> str:

@@ -1,0 +1,34 @@
+"""The model-checking benchmark writes its table and a plot of its throughput beside it."""
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+from matplotlib import image
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_benchmark(out: Path, *options: str) -> str:
+    command = [sys.executable, str(ROOT / "benchmarks" / "check_tlc_kraft.py"), "--config", "smoke", "--out", str(out), *options]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_the_benchmark_writes_its_table_and_a_throughput_plot(tmp_path):
+    printed = run_benchmark(tmp_path)
+    table = (tmp_path / "check-smoke.txt").read_text()
+    assert table.strip() == printed.strip()
+    assert "identical counts across runs: yes" in table and table.count("873") >= 1
+    pixels = image.imread(tmp_path / "check-smoke-throughput.png")
+    assert pixels.shape[0] >= 400 and pixels.shape[1] >= 700
+    assert (pixels[:, :, :3] < 0.9).any(axis=2).mean() > 0.01  # axes, lines and labels, not a blank image
+
+
+def test_the_plot_can_be_svg(tmp_path):
+    run_benchmark(tmp_path, "--plot-format", "svg")
+    root = ElementTree.parse(tmp_path / "check-smoke-throughput.svg").getroot()
+    legend = "".join(root.itertext())
+    assert root.tag.endswith("svg") and "in-process, 1 worker" in legend
