@@ -12,7 +12,7 @@ from conformance import text
 from conformance.diagrams.isr import partition_svg
 from conformance.diagrams.kraft import cluster_svg
 from conformance.explore.configs import CheckConfig, IsrCheckConfig
-from conformance.explore.engine import Progress, Result, SearchInterrupted, Violation, explore
+from conformance.explore.engine import Counterexample, Progress, Result, SearchInterrupted, Violation, explore
 from conformance.explore.isr_system import IsrSystem, action_text
 from conformance.explore.kraft_system import KraftSystem
 from conformance.explore.sharded import explore_sharded
@@ -157,4 +157,12 @@ def check(
             result = explore(system, keep_going=keep_going, max_states=max_states, progress=progress)
     except SearchInterrupted as interrupt:
         result = interrupt.result
+    result.counterexamples = [as_replayed(system, c) for c in result.counterexamples]
     return system, result, workers
+
+
+def as_replayed(system: KraftSystem | IsrSystem, counterexample: Counterexample) -> Counterexample:
+    """The counterexample with its violation as the path's own last state shows it: under symmetry
+    the engine may have met a renamed twin first, whose detail names other nodes than the steps."""
+    own = [v for v in system.violations(counterexample.path[-1][1]) if v.rule == counterexample.violation.rule]
+    return counterexample._replace(violation=own[0]) if own else counterexample
