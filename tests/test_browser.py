@@ -7,14 +7,14 @@ import os
 from pathlib import Path
 
 import pytest
+from headless_chromium import Browser, find_chromium
 from matplotlib import image
+from test_diagrams import figure8_counterexample
 
 from adapters.mutants import mutant_adapter
 from conformance.certify.certification import certify
 from conformance.corpus.generate import DEFAULT_CORPUS
 from conformance.diagrams.kraft import cluster_svg
-from headless_chromium import Browser, find_chromium
-from test_diagrams import figure8_counterexample
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = Path(os.environ.get("KRAFTCHECK_SCREENSHOTS", ROOT / "out" / "screenshots"))

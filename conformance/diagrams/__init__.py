@@ -1,6 +1,7 @@
 """Message-sequence (Lamport) diagrams as self-contained SVG, drawn by kraftcheck itself.
 
-sequence  the diagram as data (lifelines, rows, arrows, marks, notes) and its SVG layout
+sequence  the diagram as data (lifelines, rows, arrows, marks, notes)
+layout    its SVG layout: render
 svg       SVG as text: escaping, elements in one fixed form (same input, same bytes)
 labels    short words for messages and records
 flights   messages through a cluster run, from the step that sent them to the one that took them

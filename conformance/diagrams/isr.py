@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 
 from conformance.diagrams.flights import Flights
 from conformance.diagrams.labels import record_box
-from conformance.diagrams.sequence import Arrow, Diagram, Final, Lifeline, Mark, Note, Row, render
+from conformance.diagrams.layout import render
+from conformance.diagrams.sequence import Arrow, Diagram, Final, Lifeline, Mark, Note, Row
 from model.cluster import Append, CrashNode, Deliver, RestartNode
 from model.isr import properties
 from model.isr.cluster import Action, Elect, Partition, PowerFailure, Shrink, StartFetch

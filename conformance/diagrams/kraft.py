@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from conformance.diagrams.flights import Flights
 from conformance.diagrams.labels import record_box, record_name
-from conformance.diagrams.sequence import Diagram, Final, Lifeline, Mark, Note, Row, render
+from conformance.diagrams.layout import render
+from conformance.diagrams.sequence import Diagram, Final, Lifeline, Mark, Note, Row
 from conformance.text import action_text, changes
 from model import properties
 from model.cluster import Action, Append, Cluster, ClusterState, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode, event_of

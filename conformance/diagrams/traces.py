@@ -12,7 +12,8 @@ from typing import Protocol
 
 from adapters.node_models import model_for
 from conformance.diagrams.labels import message_label
-from conformance.diagrams.sequence import Arrow, Box, Comparison, Diagram, Lifeline, Mark, Note, Row, render
+from conformance.diagrams.layout import render
+from conformance.diagrams.sequence import Arrow, Box, Comparison, Diagram, Lifeline, Mark, Note, Row
 from conformance.text import message_text
 from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Timer
 from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup

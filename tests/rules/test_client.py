@@ -1,8 +1,8 @@
 """Client appends: only the leader appends (CLIENT-1); acknowledged once committed (CLIENT-2)."""
 
 import msgspec
-
 from conftest import CLUSTER_ID, config, leader_state, log, request, state
+
 from model import node
 from model.events import AppendResult, ClientAppend, Committed, Send
 from model.messages import EpochEndOffset, FetchRequest, FetchResponse, LeaderIdAndEpoch, Record

@@ -1,8 +1,8 @@
 """DescribeQuorum: the leader's replication view (DESCRIBE-REQ-*) and the admin client (DESCRIBE-RESP-*)."""
 
 import msgspec
-
 from conftest import config, leader_state, log, reply, request, sent_to, state
+
 from model import describe
 from model.messages import DescribeQuorumRequest, DescribeQuorumResponse, ReplicaState
 from model.state import Role

@@ -4,10 +4,10 @@ from collections import Counter
 
 import msgspec
 import pytest
-
 from conftest import CLUSTER_ID, config, fetch, leader_state, log, request, state, timer
-from model.config import Timing
+
 from model import node
+from model.config import Timing
 from model.events import Committed, Response, Send, SetTimer, TimerKind
 from model.messages import (
     BeginQuorumEpochRequest,

@@ -3,8 +3,8 @@
 from collections import Counter
 
 import pytest
-
 from conftest import CLUSTER_ID, config, fetch, leader_state, log, request, response, state, timer
+
 from model import node
 from model.events import AppendResult, ClientAppend, Resign, Send, SetTimer, TimerKind
 from model.messages import (

@@ -1,8 +1,8 @@
 """Fetch: the follower's request, the leader's answer, and the follower's handling of the answer."""
 
 import msgspec
-
 from conftest import CLUSTER_ID, config, leader_change, leader_state, log, reply, request, response, sends, sent_to, state, timer
+
 from model import node
 from model.events import Committed, Restart, Send, Shutdown, TimerKind
 from model.messages import BeginQuorumEpochRequest, EpochEndOffset, FetchRequest, FetchResponse, LeaderIdAndEpoch, Record

@@ -1,8 +1,8 @@
 """The high watermark: at the leader (HW-1..3) and at a follower (HW-4)."""
 
 import msgspec
-
 from conftest import CLUSTER_ID, config, leader_state, log, reply, request, response, sends, state
+
 from model.events import Committed, Send
 from model.messages import DescribeQuorumRequest, DescribeQuorumResponse, EpochEndOffset, FetchRequest, FetchResponse, LeaderIdAndEpoch, Record, ReplicaState
 from model.state import Role

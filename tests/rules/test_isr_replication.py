@@ -6,8 +6,8 @@ and power failures through the partition's actions; the ISR-SAFE-* properties on
 
 import msgspec
 import pytest
-
 from conftest import log
+
 from model.cluster import Append, CrashNode, Deliver, RestartNode
 from model.events import AppendResult, ClientAppend, Crash, Request, Response, Send
 from model.isr import controller, properties, replica

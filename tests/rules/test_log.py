@@ -1,6 +1,7 @@
 """The log (LOG-1) and its epoch cache (LOG-2): model.log directly, and through node steps."""
 
 from conftest import CLUSTER_ID, config, leader_change, leader_state, log, request, response, sent_to, state
+
 from model import log as logs
 from model import node
 from model.events import AppendResult, ClientAppend

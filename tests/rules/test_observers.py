@@ -1,8 +1,8 @@
 """Observers and leader discovery (OBS-1, OBS-2, BOOT-4) and the null cluster id (BOOT-2)."""
 
 import msgspec
-
 from conftest import CLUSTER_ID, config, leader_state, log, request, response, sends, sent_to, state, timer
+
 from model.events import Send, SetTimer, Shutdown, TimerKind
 from model.messages import (
     BeginQuorumEpochRequest,

@@ -1,10 +1,10 @@
 """KIP-101: the leader-epoch sequence, OffsetsForLeaderEpoch, and truncation by epoch."""
 
 import msgspec
-
 from conftest import CLUSTER_ID, config, leader_state, log, request, response, sends, sent_to, state
-from model import node
+
 from model import log as logs
+from model import node
 from model.events import ClientAppend, Restart, Send
 from model.messages import (
     EpochEndOffset,

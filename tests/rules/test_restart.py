@@ -3,6 +3,7 @@
 from collections import Counter
 
 from conftest import CLUSTER_ID, config, fetch, leader_state, log, request, state, timer
+
 from model import node, properties
 from model.cluster import Bounds, Cluster, CrashNode, Deliver, Fire, RestartNode
 from model.config import ClusterConfig

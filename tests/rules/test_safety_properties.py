@@ -6,6 +6,7 @@ every property checked after every step.
 """
 
 import msgspec
+from conftest import leader_change, log
 
 from model import cluster as clusters
 from model import properties
@@ -14,8 +15,6 @@ from model.config import ClusterConfig
 from model.events import Committed, TimerKind
 from model.messages import BeginQuorumEpochRequest, FetchRequest, FetchResponse, LeaderChangeMessage, Record, VoteRequest, VoteResponse
 from model.state import NodeState, Role
-
-from conftest import leader_change, log
 
 replace = msgspec.structs.replace
 

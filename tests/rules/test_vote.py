@@ -1,11 +1,12 @@
 import msgspec
+
 """Vote: handling of a candidate's request at voters and observers, and of the answers at the candidate."""
 
 from collections import Counter
 
 import pytest
-
 from conftest import CLUSTER_ID, config, leader_state, log, request, response, state, timer
+
 from model.events import Send, SetTimer, Shutdown, TimerKind
 from model.messages import (
     BeginQuorumEpochRequest,
