@@ -1,7 +1,8 @@
 """The adapter contract: how kraftcheck drives one node of an implementation through a trace.
 
 An adapter wraps one node of the implementation under test. For each trace kraftcheck calls
-`start` once, then `step` once per input, and `observe` after each step when the trace
+`start` once (after which `lacks` holds the optional capabilities the node declared it does
+not have), then `step` once per input, and `observe` after each step when the trace
 records the node's state; `close` always ends the trace, whatever happened. Every call is
 synchronous: `step` returns everything the node did in answer to that input (see
 spec.trace.Outputs). Inputs are model events (model/events.py), messages use the
@@ -24,6 +25,8 @@ class AdapterError(Exception):
 
 class Adapter(Protocol):
     name: str
+    lacks: frozenset[str]  # optional capabilities (spec.trace.CAPABILITIES) the node declared at start it does not have
+
 
     def start(self, header: Header) -> None:
         """Bring up a node as the trace header says: cluster, node id, persisted state."""

@@ -73,7 +73,8 @@ class IsrStart(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 class Node:
     """The node's system, configuration and state, and the requests it has sent since the last drain."""
 
-    def __init__(self) -> None:
+    def __init__(self, lacks: tuple[str, ...] = ()) -> None:
+        self.lacks = lacks  # optional capabilities declared lacking at start (--lacks)
         self.system: str | None = None  # "kraft" or "isr", from start
         self.config = None  # a model.config.NodeConfig or a model.isr.config.ReplicaConfig
         self.state: NodeState | ReplicaState | None = None
@@ -114,7 +115,7 @@ class Node:
             self.state = kraft.initial_state(self.config)
         else:
             self.state = NodeState(role=Role.DOWN, epoch=initial.epoch, leader_id=initial.leader_id, voted_id=initial.voted_id, log=initial.log)
-        return {"ok": True}
+        return {"ok": True, "lacks": list(self.lacks)} if self.lacks else {"ok": True}
 
     def start_isr(self, command: IsrStart) -> dict:
         """A replica of a new partition for an empty persisted state; otherwise a down one, holding it until "startup"."""
@@ -175,9 +176,14 @@ class Node:
 
 
 def main() -> None:
+    """`--lacks A,B` declares optional capabilities lacking (spec/subprocess-protocol.md), as a
+    node without OffsetsForLeaderEpoch would; the node still answers whatever it is sent."""
     encoder = msgspec.json.Encoder()
     out = sys.stdout.buffer
-    node = Node()
+    arguments = sys.argv[1:]
+    if arguments and (len(arguments) != 2 or arguments[0] != "--lacks"):
+        sys.exit("usage: python -m adapters.example_node [--lacks CAPABILITY[,CAPABILITY...]]")
+    node = Node(tuple(arguments[1].split(",")) if arguments else ())
     for line in sys.stdin.buffer:
         try:
             reply = node.handle(line)

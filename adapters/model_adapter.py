@@ -1,29 +1,63 @@
-"""Adapters backed by the model itself: the reference, and the mutants (one seeded bug each)."""
+"""Adapters backed by the model itself: the reference, and the mutants (one seeded bug each).
+
+The reference can resolve the specification's choice points (model/choices.py) other than the
+model's default, as a fixed alternative per point or a seeded random one per step, and can
+declare optional capabilities lacking: the precision tests run it so, as an implementation
+that reads the KIP another allowed way.
+"""
+
+import zlib
+
+import msgspec
 
 from adapters.node_models import NodeModel, StepFunction, model_for, outputs_of
+from model.choices import Choices, Picks, RandomChoices
 from spec.trace import Header, Input, Observed, Outputs
 
 
 class ModelAdapter:
     """One node of the model, stepped in-process: the reference step of the trace's system,
-    unless `steps` replaces it (by system name, e.g. {"isr": a_mutant_step})."""
+    unless `steps` replaces it (by system name, e.g. {"isr": a_mutant_step}).
 
-    def __init__(self, name: str, steps: dict[str, StepFunction] | None = None) -> None:
+    `picks` fixes alternatives at choice points; `random_seed` (if not None) draws every choice
+    point's alternative at random instead, anew at each step; `lacks` is declared at start."""
+
+    def __init__(
+        self,
+        name: str,
+        steps: dict[str, StepFunction] | None = None,
+        picks: Picks = (),
+        random_seed: int | None = None,
+        lacks: frozenset[str] = frozenset(),
+    ) -> None:
         self.name = name
         self.steps = steps or {}
+        self.picks = picks
+        self.random_seed = random_seed
+        self.lacks = lacks
         self.model: NodeModel | None = None
         self.step_function: StepFunction | None = None
         self.config = None
         self.state = None
+        self.steps_taken = 0
 
     def start(self, header: Header) -> None:
         self.model = model_for(header.setting)
         self.step_function = self.steps.get(self.model.system, self.model.step)
         self.config = self.model.config(header.setting, header.node)
+        if hasattr(self.config, "choices"):
+            self.config = msgspec.structs.replace(self.config, choices=Choices(self.picks))
         self.state = self.model.start(self.config, header.initial)
+        self.seed_base = zlib.crc32(header.name.encode()) ^ (self.random_seed or 0)
+        self.steps_taken = 0
 
     def step(self, event: Input) -> Outputs:
-        transition = self.step_function(self.config, self.state, event)
+        config = self.config
+        if self.random_seed is not None and hasattr(config, "choices"):
+            draw = RandomChoices(self.seed_base + self.steps_taken, config.voters, config.node_id)
+            config = msgspec.structs.replace(config, choices=draw)
+        self.steps_taken += 1
+        transition = self.step_function(config, self.state, event)
         self.state = transition.state
         return outputs_of(event, transition)
 

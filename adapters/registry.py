@@ -1,10 +1,12 @@
-"""Adapters by name: `reference`, `mutant:NAME`, `subprocess:COMMAND`."""
+"""Adapters by name: `reference`, `reference:OPTIONS`, `mutant:NAME`, `subprocess:COMMAND`."""
 
 import math
 from collections.abc import Callable
 
 from adapters.contract import Adapter
 from adapters.model_adapter import ModelAdapter
+from model.choices import parse_picks
+from spec.trace import CAPABILITIES
 
 DEFAULT_STEP_TIMEOUT = 10.0
 MAX_STEP_TIMEOUT = 3600.0
@@ -25,6 +27,9 @@ def adapter_factory(spec: str, step_timeout: float = DEFAULT_STEP_TIMEOUT) -> Ca
     if spec == "reference":
         return lambda: ModelAdapter("reference")
     kind, _, argument = spec.partition(":")
+    if kind == "reference" and argument:
+        options = reference_options(argument)
+        return lambda: ModelAdapter(spec, **options)
     if kind == "mutant" and argument:
         from adapters.mutants import MUTANTS, mutant_adapter
 
@@ -35,4 +40,30 @@ def adapter_factory(spec: str, step_timeout: float = DEFAULT_STEP_TIMEOUT) -> Ca
         from adapters.subprocess_adapter import SubprocessAdapter
 
         return lambda: SubprocessAdapter(argument, step_timeout=step_timeout)
-    raise UnknownAdapter(f"unknown adapter {spec!r}; use reference, mutant:NAME (see `kraftcheck mutants`) or subprocess:COMMAND")
+    raise UnknownAdapter(f"unknown adapter {spec!r}; use reference, reference:OPTIONS, mutant:NAME (see `kraftcheck mutants`) or subprocess:COMMAND")
+
+
+def reference_options(text: str) -> dict:
+    """`reference:` options, comma-separated: CHOICE=ALTERNATIVE (`kraftcheck choices` lists them),
+    random=SEED (every choice point drawn at random at each step), lacks=CAPABILITY[+CAPABILITY]."""
+    picks, random_seed, lacks = [], None, frozenset()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, equals, value = item.partition("=")
+        if not equals or not value:
+            raise AdapterOptionError(f"reference option {item!r} is not KEY=VALUE (CHOICE=ALTERNATIVE, random=SEED or lacks=CAPABILITY)")
+        if key == "random":
+            if not value.isdigit():
+                raise AdapterOptionError(f"random={value!r}: the seed is a non-negative integer")
+            random_seed = int(value)
+        elif key == "lacks":
+            lacks = frozenset(value.split("+"))
+            unknown = sorted(lacks - set(CAPABILITIES))
+            if unknown:
+                raise AdapterOptionError(f"lacks={value!r}: unknown capabilities {', '.join(unknown)}; optional ones are {', '.join(CAPABILITIES)}")
+        else:
+            picks.append(item)
+    try:
+        fixed = parse_picks(",".join(picks))
+    except ValueError as error:
+        raise AdapterOptionError(str(error)) from None
+    return {"picks": fixed, "random_seed": random_seed, "lacks": lacks}

@@ -27,7 +27,7 @@ from adapters.process_lifetime import ProcessTree
 from model.events import AppendResult, Send
 from model.isr.events import AlterIsr
 from model.messages import Message
-from spec.trace import Header, Input, Observed, Outputs
+from spec.trace import CAPABILITIES, Header, Input, Observed, Outputs
 
 STOP_GRACE_SECONDS = 1.0  # how long close() lets the process exit after "stop" before killing it
 QUOTE_CHARS = 200  # how much of an invalid reply an error quotes
@@ -36,9 +36,10 @@ _STDERR_TAIL_BYTES = 4096
 
 
 class _Reply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The reply to start."""
+    """The reply to start: optionally the optional capabilities the node lacks (spec.trace.CAPABILITIES)."""
 
     ok: bool
+    lacks: tuple[str, ...] = ()
 
 
 class _InputReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -139,6 +140,7 @@ class SubprocessAdapter:
         self._stderr: typing.IO[bytes] | None = None
         self._buffer = bytearray()
         self._isr = False  # whether the node under test is an ISR replica (else a KRaft node)
+        self.lacks: frozenset[str] = frozenset()
 
     def start(self, header: Header) -> None:
         """A new process for every trace, so that traces stay independent."""
@@ -163,7 +165,11 @@ class SubprocessAdapter:
         os.set_blocking(self.process.stdin.fileno(), False)
         self._buffer.clear()
         self._isr = header.system == "isr"
-        self._call("start", _command_line("start", _start_fields(header)), _Reply)
+        started = self._call("start", _command_line("start", _start_fields(header)), _Reply)
+        unknown = sorted(set(started.lacks) - set(CAPABILITIES))
+        if unknown:
+            raise AdapterError(f"start: the reply declares unknown capabilities lacking: {', '.join(unknown)} (optional ones are {', '.join(CAPABILITIES)})")
+        self.lacks = frozenset(started.lacks)
 
     def step(self, event: Input) -> Outputs:
         fields = msgspec.to_builtins(event)

@@ -14,7 +14,7 @@ def handle_begin_request(config: NodeConfig, state: NodeState, source: int, requ
         response = BeginQuorumEpochResponse(ErrorCode=top_error, PartitionErrorCode=error, LeaderId=s.leader_id, LeaderEpoch=s.epoch)
         return Transition(s, (Send(destination=source, message=response),) + extra, rules + ("COMMON-2",))
 
-    if not config.is_voter:
+    if not config.is_voter and config.choices.pick("VOTER-ONLY-1") == "reject":
         return answer(state, ("VOTER-ONLY-1",), errors.INCONSISTENT_VOTER_SET)
     if cluster_id_conflicts(config, request.ClusterId):
         down = enter_role(state, Role.DOWN, high_watermark=0)

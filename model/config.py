@@ -7,6 +7,8 @@ options, they are never copied to vary.
 
 import msgspec
 
+from model.choices import Choices
+
 
 class ConfigError(ValueError):
     """A configuration that cannot describe a KRaft cluster; the message names what is wrong."""
@@ -74,6 +76,7 @@ class NodeConfig(msgspec.Struct, frozen=True, kw_only=True):
     cluster_id: str | None = "kraft-cluster"
     options: Options = Options()
     timing: Timing = Timing()
+    choices: Choices = Choices()  # where the KIP allows several behaviours, which one this node takes (model/choices.py)
 
     @property
     def is_voter(self) -> bool:

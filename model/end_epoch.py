@@ -42,8 +42,11 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
         return answer(state, ("END-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
     if request.LeaderEpoch < state.epoch:
         return answer(state, ("END-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
-    if request.LeaderEpoch > state.epoch or state.leader_id != request.LeaderId:
+    if request.LeaderEpoch > state.epoch or state.leader_id == -1:
         return answer(state, ("END-REQ-3", "COMMON-1"), errors.UNKNOWN_LEADER_EPOCH)
+    if state.leader_id != request.LeaderId:
+        code = errors.INVALID_QUORUM_STATE if config.choices.pick("END-REQ-3") == "invalid-quorum-state" else errors.UNKNOWN_LEADER_EPOCH
+        return answer(state, ("END-REQ-3", "COMMON-1"), code)
     if config.node_id not in request.PreferredSuccessors:
         return answer(state, ("END-REQ-4",), errors.INCONSISTENT_VOTER_SET)
     position = request.PreferredSuccessors.index(config.node_id)

@@ -33,13 +33,10 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
 
     if cluster_id_conflicts(config, request.ClusterId):
         return answer(state, ("FETCH-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
-    if request.CurrentLeaderEpoch < state.epoch:
-        return answer(state, ("FETCH-REQ-2A", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
-    if request.CurrentLeaderEpoch > state.epoch:
-        return answer(state, ("FETCH-REQ-2B", "COMMON-1"), errors.UNKNOWN_LEADER_EPOCH)
-    if state.role != Role.LEADER:
-        rules = ("FETCH-REQ-5", "RESIGN-1") if state.role == Role.RESIGNED else ("FETCH-REQ-5",)
-        return answer(state, rules, errors.NOT_LEADER_OR_FOLLOWER)
+    fenced = epoch_check(config, state, request.CurrentLeaderEpoch)
+    if fenced is not None:
+        error, rules = fenced
+        return answer(state, rules, error)
 
     leader = state
     rules: tuple[str, ...] = ()
@@ -51,7 +48,8 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
         diverging = logs.end_offset_for_epoch(leader.log, request.LastFetchedEpoch, strictly_below=below)
         if diverging == logs.NO_EPOCH:
             diverging = replace(diverging, Epoch=0, EndOffset=0)
-        return answer(leader, rules + ("FETCH-REQ-3", "FETCH-REQ-3A", "LOG-2"), diverging=diverging)
+        code = errors.OFFSET_OUT_OF_RANGE if config.choices.pick("FETCH-REQ-3") == "offset-out-of-range" else errors.NONE
+        return answer(leader, rules + ("FETCH-REQ-3", "FETCH-REQ-3A", "LOG-2"), code, diverging=diverging)
 
     committed = NO_OUTPUTS
     if source in config.replicas:
@@ -68,6 +66,21 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
     return answer(leader, rules + ("FETCH-REQ-3", "FETCH-REQ-6"), records=records, extra=committed)
 
 
+def epoch_check(config: NodeConfig, state: NodeState, current_leader_epoch: int) -> tuple[int, tuple[str, ...]] | None:
+    """FETCH-REQ-2A/2B/5 (and K101-4, checked the same way): the refusal of a fetch that names
+    another epoch or reaches a non-leader, with its rules; None when the leader may serve it.
+    Where both apply, the order is the FETCH-REQ-5 choice point."""
+    other_epoch = current_leader_epoch != state.epoch
+    not_leader = state.role != Role.LEADER
+    if not_leader and (not other_epoch or config.choices.pick("FETCH-REQ-5") == "leadership-first"):
+        return errors.NOT_LEADER_OR_FOLLOWER, ("FETCH-REQ-5", "RESIGN-1") if state.role == Role.RESIGNED else ("FETCH-REQ-5",)
+    if other_epoch and current_leader_epoch < state.epoch:
+        return errors.FENCED_LEADER_EPOCH, ("FETCH-REQ-2A", "COMMON-1")
+    if other_epoch:
+        return errors.UNKNOWN_LEADER_EPOCH, ("FETCH-REQ-2B", "COMMON-1")
+    return None
+
+
 def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: FetchResponse = event.message
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
@@ -81,23 +94,34 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
             unattached, outputs = become_unattached(config, state, leader.LeaderEpoch, discover=True)
             return Transition(unattached, outputs, ("FETCH-RESP-1", "OBS-2"))
         return Transition(observed[0], observed[1], ("FETCH-RESP-1", "COMMON-3") if fenced else ("COMMON-3", "OBS-2"))
-    if event.request != state.fetching or state.role not in (Role.FOLLOWER, Role.OBSERVER):
+    following = state.role in (Role.FOLLOWER, Role.OBSERVER)
+    clean = response.ErrorCode == errors.NONE and response.PartitionErrorCode == errors.NONE and response.DivergingEpoch.Epoch == -1
+    if event.request != state.fetching or not following:
+        late_from_leader = following and clean and event.source == state.leader_id and leader.LeaderEpoch == state.epoch
+        if late_from_leader and config.choices.pick("FETCH-RESP-3") == "apply":
+            return Transition(replicate(state, response), NO_OUTPUTS, ("FETCH-RESP-3", "HW-4"))
         return Transition(state, NO_OUTPUTS, ())
-    if response.PartitionErrorCode != errors.NONE or response.ErrorCode != errors.NONE:
+    diverging = response.DivergingEpoch.Epoch != -1 and response.PartitionErrorCode in (errors.NONE, errors.OFFSET_OUT_OF_RANGE)
+    if not diverging and (response.PartitionErrorCode != errors.NONE or response.ErrorCode != errors.NONE):
         retrying, outputs = send_fetch(config, state)
         return Transition(retrying, outputs, ("FETCH-RESP-1",) if fenced else ("FETCH-SEND-2", "FETCH-SEND-1"))
-    if response.DivergingEpoch.Epoch != -1:
+    if diverging:
         log = logs.truncate_diverging(state.log, response.DivergingEpoch)
         truncated = replace(state, log=log, high_watermark=min(state.high_watermark, len(log)))
         truncated, outputs = send_fetch(config, truncated)
         return Transition(truncated, outputs, ("FETCH-RESP-2", "K101-3", "FETCH-SEND-2", "FETCH-SEND-1"))
-    log = state.log
     rules: tuple[str, ...] = ("FETCH-RESP-3", "HW-4", "FETCH-SEND-2", "FETCH-SEND-1")
+    records = response.Records or ()
+    if records and records[0].Offset == len(state.log) and any(not isinstance(r.Value, int) for r in records):
+        rules += ("FETCH-RESP-5",)
+    replicated, outputs = send_fetch(config, replicate(state, response))
+    return Transition(replicated, outputs, rules)
+
+
+def replicate(state: NodeState, response: FetchResponse) -> NodeState:
+    """FETCH-RESP-3, HW-4: append the records if they start at the log end, then take the high watermark."""
+    log = state.log
     records = response.Records or ()
     if records and records[0].Offset == len(log):
         log = log + tuple(records)
-        if any(not isinstance(r.Value, int) for r in records):
-            rules += ("FETCH-RESP-5",)
-    replicated = replace(state, log=log, high_watermark=min(response.HighWatermark, len(log)))
-    replicated, outputs = send_fetch(config, replicated)
-    return Transition(replicated, outputs, rules)
+    return replace(state, log=log, high_watermark=min(response.HighWatermark, len(log)))

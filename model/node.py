@@ -134,6 +134,8 @@ def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
     if role in (Role.FOLLOWER, Role.OBSERVER):
         fetching, outputs = send_fetch(config, state)
         return Transition(fetching, outputs, ("RETRY-1", "FETCH-SEND-1"))
+    if role in (Role.CANDIDATE, Role.LEADER) and config.choices.pick("RETRY-1") == "nothing":
+        return Transition(state, NO_OUTPUTS, ("RETRY-1",))
     if role == Role.CANDIDATE:
         return Transition(state, request_votes(config, state), ("RETRY-1",))
     if role == Role.LEADER:

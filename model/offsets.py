@@ -2,9 +2,10 @@
 
 from model import log as logs
 from model.config import NodeConfig
+from model.fetch import epoch_check
 from model.events import Send
 from model.messages import OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
-from model.state import NodeState, Role
+from model.state import NodeState
 from model.transitions import Transition
 from spec import errors
 
@@ -14,11 +15,10 @@ def handle_offsets_request(config: NodeConfig, state: NodeState, source: int, re
         response = OffsetsForLeaderEpochResponse(ErrorCode=error, LeaderEpoch=epoch, EndOffset=end_offset)
         return Transition(state, (Send(destination=source, message=response),), rules)
 
-    if request.CurrentLeaderEpoch != -1 and request.CurrentLeaderEpoch < state.epoch:
-        return answer(("K101-4", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
-    if request.CurrentLeaderEpoch > state.epoch:
-        return answer(("K101-4", "COMMON-1"), errors.UNKNOWN_LEADER_EPOCH)
-    if state.role != Role.LEADER:
-        return answer(("K101-4",), errors.NOT_LEADER_OR_FOLLOWER)
+    unchecked = request.CurrentLeaderEpoch == -1  # asks for no epoch check
+    refused = epoch_check(config, state, state.epoch if unchecked else request.CurrentLeaderEpoch)
+    if refused is not None:
+        error = refused[0]
+        return answer(("K101-4",) if error == errors.NOT_LEADER_OR_FOLLOWER else ("K101-4", "COMMON-1"), error)
     found = logs.end_offset_for_epoch(state.log, request.LeaderEpoch)
     return answer(("K101-2", "K101-1", "LOG-2"), errors.NONE, found.Epoch, found.EndOffset)

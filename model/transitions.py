@@ -57,12 +57,17 @@ def fetch_request(config: NodeConfig, state: NodeState) -> FetchRequest:
 
 
 def send_fetch(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
-    """Fetch from the known leader, or from every voter when no leader is known (OBS-2, BOOT-1)."""
+    """Fetch from the known leader; with none known, from every other voter or from one (the
+    OBS-2 choice point: "one-voter:N" is voter N, or the first other voter if N is not one)."""
     request = fetch_request(config, state)
     if state.leader_id != -1 and state.leader_id != config.node_id:
         targets: tuple[int, ...] = (state.leader_id,)
     else:
         targets = tuple(v for v in config.voters if v != config.node_id)
+        where = config.choices.pick("OBS-2") if targets else "every-voter"
+        if where != "every-voter":
+            wanted = int(where.rpartition(":")[2])
+            targets = (wanted if wanted in targets else targets[0],)
     return replace(state, fetching=request), tuple(Send(destination=t, message=request) for t in targets)
 
 

@@ -33,11 +33,14 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
     if request.CandidateEpoch > state.epoch:
         state, outputs = become_unattached(config, state, request.CandidateEpoch)
         rules = ("VOTE-REQ-4",)
+    stranger = request.CandidateId not in config.voters
+    if stranger and (state.voted_id != -1 or state.leader_id != -1) and config.choices.pick("VOTE-REQ-4A") == "before-vote-checks":
+        return answer(state, False, rules + ("VOTE-REQ-4A",), error=errors.INCONSISTENT_VOTER_SET, extra=outputs + (election_timer(config),))
     if state.voted_id != -1:
         return answer(state, state.voted_id == request.CandidateId, rules + ("VOTE-REQ-3", "ELECT-5"), extra=outputs)
-    if state.leader_id != -1:
+    if state.leader_id != -1 and (stranger or config.choices.pick("VOTE-REQ-3A") == "refuse"):
         return answer(state, False, rules + ("VOTE-REQ-3A",), extra=outputs)
-    if request.CandidateId not in config.voters:
+    if stranger:
         return answer(state, False, rules + ("VOTE-REQ-4A",), error=errors.INCONSISTENT_VOTER_SET, extra=outputs + (election_timer(config),))
     up_to_date = logs.is_up_to_date(request.LastOffsetEpoch, request.LastOffset, state.log)
     if not up_to_date and not config.options.vote_without_log_check:
@@ -52,6 +55,13 @@ def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) 
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         return Transition(state, (), ("BOOT-3", "COMMON-3"))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
+    if observed is not None and config.choices.pick("COMMON-3") == "candidate-only":
+        # The KIP's Vote response handling: ignored once no longer a candidate; a candidate
+        # takes a larger epoch, as unattached, and follows no leader named in a Vote response.
+        if state.role != Role.CANDIDATE or response.LeaderEpoch == state.epoch:
+            observed = None
+        else:
+            observed = become_unattached(config, state, response.LeaderEpoch)
     if observed is not None:
         return Transition(observed[0], observed[1], ("COMMON-3", "VOTE-RESP-1"))
     if state.role != Role.CANDIDATE or request.CandidateEpoch != state.epoch or response.LeaderEpoch != state.epoch:

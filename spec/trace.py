@@ -18,13 +18,23 @@ from pathlib import Path
 import msgspec
 
 from model.config import ClusterConfig, ConfigError
-from model.events import AppendResult, Event, Send
+from model.events import AppendResult, Event, Request, Send
 from model.isr.config import PartitionConfig
 from model.isr.events import AlterIsr, IsrEvent
-from model.messages import Message, Record
+from model.messages import DescribeQuorumRequest, FetchRequest, Message, OffsetsForLeaderEpochRequest, Record
 
 FORMAT_VERSION = 1
 KIND = "kraftcheck-trace"
+
+CAPABILITIES = {
+    "OffsetsForLeaderEpoch": "answers KIP-101's OffsetsForLeaderEpoch (KRaft reconciles logs through Fetch and DivergingEpoch instead)",
+    "DescribeQuorum": "answers KIP-595's DescribeQuorum (the tooling API)",
+    "FetchRecordLimit": "as leader, limits the records of one Fetch response to the trace's fetch_max_records (as Kafka's MaxBytes limits bytes)",
+}
+"""Optional capabilities of a KRaft node, by name: a trace that needs one is not applicable to
+an implementation that declares it lacks it (`required_capabilities`)."""
+
+_REQUESTS_NEEDING = {OffsetsForLeaderEpochRequest: "OffsetsForLeaderEpoch", DescribeQuorumRequest: "DescribeQuorum"}
 
 
 class TraceError(ValueError):
@@ -112,14 +122,24 @@ Input = Event | IsrEvent
 """A step's input: a KRaft node's events, or an ISR replica's (model/isr/events.py)."""
 
 
+class Alternative(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """Another outcome the specification allows at a step (model/choices.py): the alternatives
+    taken at its choice points, what the node then does, and its state after."""
+
+    choices: dict[str, str]  # choice point (a rule ID) -> the alternative taken
+    expect: Outputs
+    state: Observed | None = None
+
+
 class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
     step: int  # 1-based
     input: Input
-    expect: Outputs
+    expect: Outputs  # what the node does under the model's default reading
     errors: dict[str, str] = {}  # the expected error codes by name, for readers: field -> Kafka name
     state: Observed | None = None  # the node's observable state after the step
     rules: tuple[str, ...] = ()  # the rule IDs the step exercises
     note: str = ""  # the step in words
+    allowed: tuple[Alternative, ...] = ()  # the other outcomes the specification allows here, from the same state
 
 
 class Header(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
@@ -323,3 +343,17 @@ def schema() -> dict:
         "oneOf": [header, step],
         "$defs": components,
     }
+
+
+def required_capabilities(trace: Trace) -> tuple[str, ...]:
+    """The optional capabilities a KRaft trace needs: an OffsetsForLeaderEpoch or DescribeQuorum
+    request among its inputs, or a Fetch served under a record limit (fetch_max_records > 0).
+    ISR replicas have none: OffsetsForLeaderEpoch is their truncation protocol (KIP-101)."""
+    if trace.header.cluster is None:
+        return ()
+    kinds = {type(step.input.message) for step in trace.steps if type(step.input) is Request}
+    needed = {_REQUESTS_NEEDING[kind] for kind in kinds if kind in _REQUESTS_NEEDING}
+    if trace.header.cluster.fetch_max_records and FetchRequest in kinds:
+        needed.add("FetchRecordLimit")
+    return tuple(name for name in CAPABILITIES if name in needed)
+

@@ -21,10 +21,10 @@ from conformance.diagrams.traces import comparison_lines, divergence_svg, trace_
 from conformance.explore.check import system_for
 from conformance.explore.configs import resolve
 from model.cluster import Action, Cluster, Deliver, Drop
-from model.events import Request, Send
+from model.events import Send
 from model.messages import VoteRequest, VoteResponse
 from spec import trace as traces
-from spec.trace import Outputs, Step
+from spec.trace import Outputs
 
 SVG = "{http://www.w3.org/2000/svg}"
 FIGURE8 = Path(__file__).parent / "data" / "counterexample-figure8-SAFE-6.jsonl"
@@ -124,7 +124,7 @@ def test_a_trace_draws_its_peers_and_every_message_it_carries():
 
 
 def test_a_divergence_shows_the_expected_and_the_actual_response_side_by_side():
-    path = next(DEFAULT_CORPUS.glob("corpus-deep-cell-0069-*.jsonl"))
+    path = next(DEFAULT_CORPUS.glob("corpus-diverge-cell-0004-fetchrequest-leader-same-none-hw-1.jsonl"))
     trace = traces.read(path)
     result = replay(mutant_adapter("hw-any-epoch"), trace, str(path))
     d = result.divergence
@@ -144,8 +144,7 @@ def test_the_comparison_shows_every_field_of_both_sides_and_flags_each_differenc
     ask = VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=2, CandidateId=2, LastOffsetEpoch=0, LastOffset=-1)
     expected = VoteResponse(PartitionErrorCode=74, LeaderId=3, LeaderEpoch=2, VoteGranted=False)
     actual = VoteResponse(PartitionErrorCode=0, LeaderId=3, LeaderEpoch=1, VoteGranted=True)
-    step = Step(step=1, input=Request(source=2, message=ask), expect=Outputs(response=expected), note="vote")
-    departure = Divergence(step=1, input="vote", rules=(), **compare(step, Outputs(response=actual), None)._asdict())
+    departure = Divergence(step=1, input="vote", rules=(), **compare(Outputs(response=expected), None, Outputs(response=actual), None)._asdict())
     lines = {name: (want, got, status) for name, want, got, status in comparison_lines(departure)}
     assert lines == {
         "ErrorCode": ("0 NONE", "0 NONE", "same"),
@@ -154,8 +153,8 @@ def test_the_comparison_shows_every_field_of_both_sides_and_flags_each_differenc
         "LeaderEpoch": ("2", "1", "differs"),
         "VoteGranted": ("false", "true", "differs"),
     }
-    sends = Step(step=1, input=Request(source=2, message=ask), expect=Outputs(sends=(Send(destination=1, message=ask), Send(destination=3, message=ask))), note="x")
-    departure = Divergence(step=1, input="x", rules=(), **compare(sends, Outputs(sends=(Send(destination=1, message=ask),)), None)._asdict())
+    expected = Outputs(sends=(Send(destination=1, message=ask), Send(destination=3, message=ask)))
+    departure = Divergence(step=1, input="x", rules=(), **compare(expected, None, Outputs(sends=(Send(destination=1, message=ask),)), None)._asdict())
     assert [(name, status) for name, _, got, status in comparison_lines(departure)] == [("[0]", "same"), ("[1]", "differs")]
     cut = msgspec.structs.replace(departure, actual_json=departure.actual_json[:20] + "... (9 more characters)")  # too long to keep whole
     assert comparison_lines(cut) == (("sends", departure.expected, departure.actual, "differs"),)

@@ -8,22 +8,18 @@ from conformance.certify.certification import certify
 from conformance.certify.replay import compare, replay
 from conformance.certify.reports.terminal import terminal_summary
 from conformance.corpus.generate import DEFAULT_CORPUS
-from model.events import Request, Send
+from model.events import Send
 from model.messages import VoteRequest, VoteResponse
 from spec import trace as traces
-from spec.trace import Outputs, Step
+from spec.trace import Outputs
 
 ASK = VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=2, LastOffsetEpoch=0, LastOffset=-1)
-
-
-def step_expecting(response: VoteResponse) -> Step:
-    return Step(step=1, input=Request(source=2, message=ASK), expect=Outputs(response=response), note="vote")
 
 
 def test_a_default_valued_field_is_as_visible_as_any_other():
     expected = VoteResponse(LeaderId=-1, LeaderEpoch=1, VoteGranted=True)
     actual = VoteResponse(LeaderId=0, LeaderEpoch=1, VoteGranted=True)
-    found = compare(step_expecting(expected), Outputs(response=actual), None)
+    found = compare(Outputs(response=expected), None, Outputs(response=actual), None)
     assert (found.field, found.expected, found.actual) == ("response.LeaderId", "-1", "0")
     assert json.loads(found.expected_json) == {"type": "VoteResponse", "ErrorCode": 0, "PartitionErrorCode": 0, "LeaderId": -1, "LeaderEpoch": 1, "VoteGranted": True}
     assert json.loads(found.actual_json)["LeaderId"] == 0
@@ -32,15 +28,14 @@ def test_a_default_valued_field_is_as_visible_as_any_other():
 def test_every_differing_field_is_named_in_field_order():
     expected = VoteResponse(PartitionErrorCode=74, LeaderId=3, LeaderEpoch=2, VoteGranted=False)
     actual = VoteResponse(PartitionErrorCode=0, LeaderId=3, LeaderEpoch=1, VoteGranted=True)
-    found = compare(step_expecting(expected), Outputs(response=actual), None)
+    found = compare(Outputs(response=expected), None, Outputs(response=actual), None)
     assert found.differing == ("response.PartitionErrorCode", "response.LeaderEpoch", "response.VoteGranted")
     assert found.expected == "74 FENCED_LEADER_EPOCH" and found.actual == "0 NONE"
 
 
 def test_sends_are_shown_whole_as_json():
     fetch_to = lambda n: Send(destination=n, message=ASK)  # noqa: E731 - any message will do
-    step = Step(step=1, input=Request(source=2, message=ASK), expect=Outputs(sends=(fetch_to(2), fetch_to(3))), note="x")
-    found = compare(step, Outputs(sends=(fetch_to(2),)), None)
+    found = compare(Outputs(sends=(fetch_to(2), fetch_to(3))), None, Outputs(sends=(fetch_to(2),)), None)
     assert found.field == "sends"
     assert [s["destination"] for s in json.loads(found.expected_json)] == [2, 3]
     assert [s["destination"] for s in json.loads(found.actual_json)] == [2]

@@ -10,7 +10,7 @@ from adapters.model_adapter import ModelAdapter
 from adapters.mutants import mutant_adapter
 from conformance.certify.replay import replay
 from conformance.corpus.reference import build_trace
-from model.events import Crash, Response, Timer, TimerKind
+from model.events import Crash, Response, Send, Timer, TimerKind
 from model.isr.events import FetchNext, Startup
 from model.isr.state import LeaderAndIsr
 from model.messages import (
@@ -183,20 +183,43 @@ def test_reference_adapter_replays_what_it_generated():
     assert result.passed and result.steps_run == 2
 
 
-def test_a_wrong_expectation_is_reported_field_by_field():
+def test_a_wrong_send_is_reported_field_by_field():
+    """A node that sends its first Vote request to the wrong voter departs on `sends`, naming both."""
     from conformance.certify.replay import replay
+    from model import node as nodes
+
+    trace = election_trace()
+    step = trace.steps[0]
+
+    def misaddressed(config, state, event):
+        transition = nodes.step(config, state, event)
+        first = next(i for i, o in enumerate(transition.outputs) if type(o) is Send)
+        wrong = msgspec.structs.replace(transition.outputs[first], destination=1)
+        return transition._replace(outputs=transition.outputs[:first] + (wrong,) + transition.outputs[first + 1 :])
+
+    result = replay(ModelAdapter("misaddressed", {"kraft": misaddressed}), trace, "election")
+    assert (result.verdict, result.passed) == ("departs", False)
+    assert result.divergence.step == 1
+    assert result.divergence.field == "sends"
+    assert "unexpected: to 1: VoteRequest" in result.divergence.actual
+    assert result.divergence.cited == step.rules == ("ELECT-3", "ELECT-4", "ELECT-6", "QSTATE-2")
+    assert result.rules_failed == result.divergence.rules == ("ELECT-3", "ELECT-4", "ELECT-6"), "the rules that decide what is sent, not the quorum-state write"
+
+
+def test_a_trace_whose_expectations_are_not_the_models_is_refused(tmp_path):
+    """Replay judges against the specification's model; a trace recording something else (edited
+    by hand, or made by another tool) is an invalid trace, named with its step, not a verdict on the adapter."""
+    from conformance.certify.replay import replay_file
 
     trace = election_trace()
     step = trace.steps[0]
     wrong_send = msgspec.structs.replace(step.expect.sends[0], destination=3)
     changed = msgspec.structs.replace(step, expect=msgspec.structs.replace(step.expect, sends=(wrong_send,) + step.expect.sends[1:]))
-    trace = msgspec.structs.replace(trace, steps=(changed,) + trace.steps[1:])
-    result = replay(ModelAdapter("reference"), trace, "election")
-    assert not result.passed
-    assert result.divergence.step == 1
-    assert result.divergence.field == "sends"
-    assert "unexpected: to 2: VoteRequest" in result.divergence.actual
-    assert result.rules_failed == step.rules
+    path = tmp_path / "edited.jsonl"
+    traces.write(path, msgspec.structs.replace(trace, steps=(changed,) + trace.steps[1:]))
+    result = replay_file(lambda: ModelAdapter("reference"), path)
+    assert (result.verdict, result.passed) == ("error", False)
+    assert result.failure.startswith("invalid trace: step 1: sends is recorded as")
 
 
 def test_a_missing_alter_isr_is_a_divergence():

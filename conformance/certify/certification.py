@@ -5,6 +5,7 @@ under the output directory, with a shortened reproducing trace for every diverge
 """
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from adapters.contract import Adapter
 from conformance.certify.replay import of_systems, replay_file, trace_files
 from conformance.certify.reports.publish import REPORT_FILES, check_report_directory, divergence_path, write_reports
 from conformance.certify.shorten import DEFAULT_BUDGET, shorten
-from conformance.certify.verdicts import Certification, coverage_matrix, verdicts
+from conformance.certify.replay import DEPARTS, ERROR, NOT_APPLICABLE
+from conformance.certify.verdicts import Certification, coverage_matrix, readings, verdicts
 from conformance.outputs import OutputError
 from spec import trace as traces
 from spec.trace import Trace
@@ -46,7 +48,7 @@ def certify(
     for number, path in enumerate(files, start=1):
         result = replay_file(make_adapter, path, verify)
         results.append(result)
-        failed += not result.passed
+        failed += result.verdict in (DEPARTS, ERROR)
         if progress:
             progress("traces", number, len(files), failed)
     read = []
@@ -67,15 +69,22 @@ def certify(
             if progress:
                 progress("shortening", len(reproductions), divergent, shorten_budget)
     rules = verdicts(results)
+    counted = Counter(r.verdict for r in results)
     report = Certification(
         adapter=adapter_name,
         corpus=str(corpus),
         traces=len(results),
-        passed=len(results) - failed,
+        passed=sum(r.passed for r in results),
         failed=failed,
+        departed=counted[DEPARTS],
+        errors=counted[ERROR],
+        not_applicable=counted[NOT_APPLICABLE],
         steps=sum(r.steps for r in results),
         steps_run=sum(r.steps_run for r in results),
+        steps_skipped=sum(r.steps_skipped for r in results),
         seconds=round(time.perf_counter() - start, 3),
+        lacks=tuple(sorted({c for r in results for c in r.lacks})),
+        readings=readings(results),
         rules_failed=tuple(v.rule for v in rules if v.verdict == "departs"),
         rules=rules,
         results=tuple(results),
@@ -94,6 +103,9 @@ def summary(report: Certification, out: Path) -> dict:
         "traces": report.traces,
         "passed": report.passed,
         "failed": report.failed,
+        "verdicts": {"conforms": report.passed, "departs": report.departed, "not applicable": report.not_applicable, "error": report.errors},
+        "lacks": list(report.lacks),
+        "readings": report.readings,
         "steps": report.steps,
         "rules_failed": list(report.rules_failed),
         "rules_conforming": sum(v.verdict == "conforms" for v in report.rules),

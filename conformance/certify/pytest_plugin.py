@@ -2,7 +2,8 @@
 
 `pytest --kraftcheck-adapter=ADAPTER [--kraftcheck-corpus=DIR] [--kraftcheck-step-timeout=S]`
 adds one item per trace file, named by the file (so `-k` selects traces), that replays the trace
-through a fresh adapter and fails with the first divergence. Without --kraftcheck-adapter the
+through a fresh adapter and fails with the first divergence or the adapter's failure; a trace
+needing a capability the adapter declares it lacks is skipped, as not applicable. Without --kraftcheck-adapter the
 plugin does nothing, and kraftcheck itself is imported only when it is given.
 """
 
@@ -117,9 +118,12 @@ class TraceItem(pytest.Item):
         self.make_adapter = make_adapter
 
     def runtest(self) -> None:
-        from conformance.certify.replay import replay_file
+        from conformance.certify.replay import NOT_APPLICABLE, replay_file
+        from conformance.certify.reports.wording import needs_text
 
         result = replay_file(self.make_adapter, self.path)
+        if result.verdict == NOT_APPLICABLE:
+            pytest.skip(needs_text(result))
         if not result.passed:
             raise TraceFailed(result)
 
@@ -135,12 +139,15 @@ class TraceItem(pytest.Item):
 
 def failure_text(result: "TraceResult") -> str:
     """A failed trace as the report shows it: a headline (the summary line), then the details."""
+    from conformance.certify.reports.wording import allowed_text
+
     divergence = result.divergence
     if divergence is None:
-        lines = [str(result.failure), f"trace:    {result.trace}"]
+        lines = [str(result.failure), f"verdict:  {result.verdict}", f"trace:    {result.trace}"]
     else:
         lines = [
             f"step {divergence.step}: {divergence.field}: expected {divergence.expected}, actual {divergence.actual}",
+            f"verdict:  {result.verdict}",
             f"trace:    {result.trace}",
             f"step:     {divergence.step} of {result.steps}",
             f"input:    {divergence.input}",
@@ -148,6 +155,8 @@ def failure_text(result: "TraceResult") -> str:
             f"expected: {divergence.expected}",
             f"actual:   {divergence.actual}",
         ]
+        if divergence.allowed:
+            lines.append(allowed_text(divergence))
         if divergence.expected_json:
             lines += [f"differing: {', '.join(divergence.differing)}", "expected, as JSON:", divergence.expected_json, "actual, as JSON:", divergence.actual_json]
     if result.rules_failed:

@@ -1,9 +1,13 @@
-"""Replay: drive an adapter through traces and find the first step where it departs from them.
+"""Replay: drive an adapter through traces and find the first step where it departs from what
+the specification allows.
 
-Each step's response is compared field by field (error codes by wire number), the requests
-the node sends as a multiset, and the node's state wherever the adapter can observe it. An
-adapter that fails (crashes, hangs, answers garbage) fails that trace with the reason; the
-other traces still run.
+At each step the node's response is compared field by field (error codes by wire number), the
+requests it sends as a multiset, and its state wherever the adapter can observe it, against
+every outcome the specification allows there (model/choices.py): the trace records the
+model's default, and where the node took another alternative, replay follows it. Each trace
+gets one of four verdicts: conforms; departs (an output the specification forbids); not
+applicable (it needs a capability the adapter declared it lacks); error (the adapter failed:
+crashed, hung, answered garbage, or the trace could not be read). The other traces still run.
 """
 
 import time
@@ -15,13 +19,22 @@ from typing import NamedTuple
 import msgspec
 
 from adapters.contract import Adapter, AdapterError
+from adapters.node_models import model_for, outputs_of
 from conformance.corpus.manifest import changed_since_generated, verified_files
+from conformance.corpus.reference import build_trace, event_text
 from conformance.text import message_text, readable
+from model.choices import allowed_transitions
+from model.events import Response
 from spec import errors
+from spec.attribution import attributed_rules
 from spec import trace as traces
-from spec.trace import Observed, Outputs, Step, Trace
+from spec.trace import Input, Observed, Outputs, Trace
 
 JSON_LIMIT = 20_000  # characters of each side's JSON a divergence keeps (an implementation may send anything)
+MAX_FOLLOWED = 64  # model states followed at once where several allowed outcomes match what the node did
+
+CONFORMS, DEPARTS, NOT_APPLICABLE, ERROR = "conforms", "departs", "not applicable", "error"
+VERDICTS = (CONFORMS, DEPARTS, NOT_APPLICABLE, ERROR)
 
 
 class Divergence(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,10 +45,12 @@ class Divergence(msgspec.Struct, frozen=True, kw_only=True):
     field: str  # e.g. response.PartitionErrorCode, sends, state.high_watermark
     expected: str
     actual: str
-    rules: tuple[str, ...]
+    rules: tuple[str, ...]  # the rules the step cites that decide a differing field (spec/attribution.py)
     differing: tuple[str, ...] = ()  # every differing field of the part that differs, `field` first
     expected_json: str = ""  # that part (the response, the sends, the state...) as the protocol's JSON, every field shown
     actual_json: str = ""
+    allowed: tuple[str, ...] = ()  # the other alternatives the step allowed (choice point=alternative,...), none matching either
+    cited: tuple[str, ...] = ()  # every rule the step cites
 
 
 class Difference(NamedTuple):
@@ -56,11 +71,16 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     node: int
     steps: int  # steps in the trace
     steps_run: int  # steps that matched before the end or the divergence
-    passed: bool
+    verdict: str  # one of VERDICTS
+    passed: bool  # the verdict is "conforms"
+    steps_skipped: int = 0  # responses to requests the node did not send (it took another alternative)
     divergence: Divergence | None = None
     failure: str | None = None  # the adapter failed, or the trace could not be read
+    lacks: tuple[str, ...] = ()  # the capabilities the trace needs that the adapter declared it lacks
+    readings: dict[str, int] = {}  # "CHOICE=alternative" -> steps where the node showed it took that alternative
     rules_passed: tuple[str, ...] = ()  # rule IDs of the steps that matched
     rules_failed: tuple[str, ...] = ()  # rule IDs of the step that diverged or on which the adapter failed
+    rules_not_applicable: tuple[str, ...] = ()  # a trace not applicable: the rule IDs its steps cite
     seconds: float = 0.0
 
 
@@ -113,9 +133,9 @@ def _sends_text(sends: Iterable) -> str:
     return "; ".join(f"to {s.destination}: {message_text(s.message)}" for s in sends) or "none"
 
 
-def compare(step: Step, actual: Outputs, observed: Observed | None) -> Difference | None:
-    """The first difference between a step's expectation and what the adapter reported."""
-    expected = step.expect
+def compare(expected: Outputs, expected_state: Observed | None, actual: Outputs, observed: Observed | None) -> Difference | None:
+    """The first difference between the outputs (and state) the specification allows at a step
+    and what the adapter reported; the state only where both sides have one."""
     if (expected.response is None) != (actual.response is None) or (
         expected.response is not None and type(expected.response) is not type(actual.response)
     ):
@@ -140,61 +160,157 @@ def compare(step: Step, actual: Outputs, observed: Observed | None) -> Differenc
             return found
     if expected.shutdown != actual.shutdown:
         return Difference("shutdown", str(expected.shutdown), str(actual.shutdown), ("shutdown",), _json(expected.shutdown), _json(actual.shutdown))
-    if step.state is not None and observed is not None:
-        return _part("state", step.state, observed)
+    if expected_state is not None and observed is not None:
+        return _part("state", expected_state, observed)
     return None
 
 
+class ResponseBinder:
+    """Binds a trace's responses to the requests the node actually sent.
+
+    A trace's response answers a request the reference sent. Where the node took another
+    alternative (it fetched from voter 3 alone, where the reference asked every voter), a
+    response to a request the node sent elsewhere is delivered as coming from a destination of
+    that request that has not answered yet, and one to a request the node never sent is
+    skipped: no network could deliver it.
+    """
+
+    def __init__(self) -> None:
+        self.sent: dict[bytes, list[int]] = {}  # request -> the destinations the node sent it to
+        self.answered: dict[bytes, set[int]] = {}
+
+    def note(self, sends: Iterable) -> None:
+        for send in sends:
+            destinations = self.sent.setdefault(msgspec.msgpack.encode(send.message), [])
+            if send.destination not in destinations:
+                destinations.append(send.destination)
+
+    def bind(self, event: Input) -> Input | None:
+        if type(event) is not Response:
+            return event
+        key = msgspec.msgpack.encode(event.request)
+        destinations = self.sent.get(key, [])
+        answered = self.answered.setdefault(key, set())
+        if event.source not in destinations:
+            free = [d for d in destinations if d not in answered]
+            if not free:
+                return None
+            event = msgspec.structs.replace(event, source=free[0])
+        answered.add(event.source)
+        return event
+
+
+def check_follows_model(trace: Trace) -> None:
+    """A trace's expectations must be the model's along its own inputs (every choice point at its
+    default), or replay would judge against something else; TraceError names the step."""
+    header = trace.header
+    try:
+        made = build_trace(header.name, header.setting, header.node, [step.input for step in trace.steps], header.origin, initial=header.initial)
+    except Exception as error:  # noqa: BLE001 - a trace no node could be given
+        raise traces.TraceError(f"the specification's model cannot take its inputs ({type(error).__name__}: {error})") from None
+    for recorded, model_step in zip(trace.steps, made.steps):
+        found = compare(model_step.expect, model_step.state if recorded.state is not None else None, recorded.expect, recorded.state)
+        if found:
+            raise traces.TraceError(f"step {recorded.step}: {found.field} is recorded as {found.actual}, the specification's model gives {found.expected}")
+        if recorded.rules != model_step.rules:
+            raise traces.TraceError(f"step {recorded.step}: the rules are recorded as {' '.join(recorded.rules)}, the specification's model cites {' '.join(model_step.rules)}")
+
+
+def _readings(outcomes: list, matching: list) -> list[str]:
+    """The alternatives a step shows the node took: a choice point where every matching outcome
+    took one alternative and some outcome that did not match took another."""
+    found = []
+    for name in dict.fromkeys(name for outcome in matching for name in outcome.consulted):
+        taken = {dict(outcome.picks).get(name) for outcome in matching}
+        others = {dict(outcome.picks).get(name) for outcome in outcomes if outcome not in matching}
+        if len(taken) == 1 and others - taken:
+            found.append(f"{name}={taken.pop()}")
+    return found
+
+
 def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
-    """Run one trace through an adapter; stop at the first divergence or adapter failure."""
+    """Run one trace through an adapter, judging each step against every outcome the
+    specification allows (model/choices.py) and following the node's choice; stop at the first
+    departure or adapter failure. A trace that needs a capability the adapter declares it lacks
+    is not applicable."""
     header = trace.header
     start = time.perf_counter()
     passed_rules: set[str] = set()
-    run = 0
+    readings: Counter[str] = Counter()
+    run = skipped = 0
+    model = model_for(header.setting)
+    config = model.config(header.setting, header.node)
+    states = [model.start(config, header.initial)]
+    binder = ResponseBinder()
 
-    def result(**outcome: object) -> TraceResult:
+    def result(verdict: str, **outcome: object) -> TraceResult:
         return TraceResult(
             trace=path,
             name=header.name,
             node=header.node,
             steps=len(trace.steps),
             steps_run=run,
+            steps_skipped=skipped,
+            verdict=verdict,
+            passed=verdict == CONFORMS,
             rules_passed=tuple(sorted(passed_rules)),
+            readings=dict(sorted(readings.items())),
             seconds=round(time.perf_counter() - start, 6),
             **outcome,
         )
 
     try:
         adapter.start(header)
+        lacking = tuple(c for c in traces.required_capabilities(trace) if c in adapter.lacks)
+        if lacking:
+            return result(NOT_APPLICABLE, lacks=lacking, rules_not_applicable=tuple(sorted({r for step in trace.steps for r in step.rules})))
         for step in trace.steps:
-            actual = adapter.step(step.input)
+            event = binder.bind(step.input)
+            if event is None:
+                skipped += 1
+                continue
+            actual = adapter.step(event)
+            binder.note(actual.sends)
             observed = adapter.observe() if step.state is not None else None
-            found = compare(step, actual, observed)
-            if found:
+            outcomes = [outcome for state in states for outcome in allowed_transitions(model.step, config, state, event)]
+            judged = [(outcome, outputs_of(event, outcome.transition)) for outcome in outcomes]
+            matching = [
+                outcome
+                for outcome, outputs in judged
+                if compare(outputs, model.observe(outcome.transition.state) if step.state is not None else None, actual, observed) is None
+            ]
+            if not matching:
+                expected, outputs = judged[0]
+                found = compare(outputs, model.observe(expected.transition.state) if step.state is not None else None, actual, observed)
+                broken = attributed_rules(expected.transition.rules, found.differing)
                 divergence = Divergence(
                     step=step.step,
-                    input=readable(step.note),
+                    input=readable(step.note if event is step.input else event_text(event)),
                     field=found.field,
                     expected=readable(found.expected),
                     actual=readable(found.actual),
-                    rules=step.rules,
+                    rules=broken,
+                    cited=expected.transition.rules,
                     differing=found.differing,
                     expected_json=readable(found.expected_json, JSON_LIMIT),
                     actual_json=readable(found.actual_json, JSON_LIMIT),
+                    allowed=tuple(",".join(f"{n}={a}" for n, a in outcome.picks) for outcome in outcomes[1:]),
                 )
-                return result(passed=False, divergence=divergence, rules_failed=step.rules)
+                return result(DEPARTS, divergence=divergence, rules_failed=broken)
+            readings.update(_readings(outcomes, matching))
+            states = list(dict.fromkeys(outcome.transition.state for outcome in matching))[:MAX_FOLLOWED]
             run += 1
-            passed_rules.update(step.rules)
+            passed_rules.update(matching[0].transition.rules)
     except Exception as error:  # noqa: BLE001 - an adapter that fails in any way fails this trace alone
-        failed_rules = trace.steps[run].rules if run < len(trace.steps) else ()
+        failed_rules = trace.steps[run + skipped].rules if run + skipped < len(trace.steps) else ()
         reason = str(error) if isinstance(error, AdapterError) else f"the adapter raised {type(error).__name__}: {error}"
-        return result(passed=False, failure=readable(f"step {run + 1}: {reason}"), rules_failed=failed_rules)
+        return result(ERROR, failure=readable(f"step {run + skipped + 1}: {reason}"), rules_failed=failed_rules)
     finally:
         try:
             adapter.close()
         except Exception:  # noqa: BLE001 - closing a failed adapter must not end the run either
             pass
-    return result(passed=True)
+    return result(CONFORMS)
 
 
 def trace_files(corpus: Path, verify: bool = True) -> list[Path]:
@@ -233,12 +349,16 @@ def replay_file(make_adapter: Callable[[], Adapter], path: Path, verify: bool = 
         trace = traces.read(path)
         if verify and changed_since_generated(path, path.read_bytes()):
             raise traces.TraceError(f"{path}: changed since the corpus was generated (its hash differs from the manifest's)")
+        check_follows_model(trace)
     except (traces.TraceError, OSError) as error:
-        return TraceResult(trace=str(path), name=path.stem, node=-1, steps=0, steps_run=0, passed=False, failure=readable(f"invalid trace: {error}"))
+        return TraceResult(trace=str(path), name=path.stem, node=-1, steps=0, steps_run=0, verdict=ERROR, passed=False, failure=readable(f"invalid trace: {error}"))
     return replay(make_adapter(), trace, str(path))
 
 def failure_text(result: TraceResult) -> str:
+    """Why a trace did not conform, in one line."""
     if result.failure:
         return result.failure
+    if result.divergence is None:
+        return f"not applicable: needs {', '.join(result.lacks)}, which the adapter declares it lacks" if result.lacks else result.verdict
     d = result.divergence
     return f"step {d.step} ({d.input}): {d.field}: expected {d.expected}, got {d.actual} [rules {' '.join(d.rules) or '-'}]"

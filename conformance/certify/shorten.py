@@ -5,7 +5,7 @@ from collections.abc import Callable
 import msgspec
 
 from adapters.contract import Adapter
-from conformance.certify.replay import replay
+from conformance.certify.replay import DEPARTS, replay
 from conformance.corpus.reference import build_trace
 from spec.trace import Trace
 
@@ -32,7 +32,7 @@ def shorten(make_adapter: Callable[[], Adapter], original: Trace, divergent_step
         if not answers_own_requests(built):
             return False
         result = replay(make_adapter(), built, header.name)
-        return not result.passed and result.steps_run == len(candidate) - 1
+        return result.verdict == DEPARTS and result.divergence.step == len(candidate)
 
     index = len(inputs) - 2
     while index >= 0 and tried < budget:

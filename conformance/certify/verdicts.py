@@ -3,30 +3,41 @@
 The data every report renders; computed from the replay results and the corpus alone.
 """
 
+from collections import Counter
+
 import msgspec
 
-from conformance.certify.replay import TraceResult
+from conformance.certify.replay import CONFORMS, DEPARTS, ERROR, NOT_APPLICABLE, TraceResult
 from conformance.corpus.cells import input_kind
 from spec.rules import load_rules
 from spec.trace import Trace
 
+NOT_EXERCISED = "not exercised"
+RULE_VERDICTS = (DEPARTS, ERROR, CONFORMS, NOT_APPLICABLE, NOT_EXERCISED)  # the first that applies is a rule's verdict
+
 
 class RuleVerdict(msgspec.Struct, frozen=True, kw_only=True):
     rule: str
-    verdict: str  # conforms, departs, not exercised
+    verdict: str  # one of RULE_VERDICTS
     steps_passed: int
-    traces_failed: int
+    traces_failed: int  # traces departing or erring on a step attributed to the rule
 
 
 class Certification(msgspec.Struct, frozen=True, kw_only=True):
     adapter: str
     corpus: str
     traces: int
-    passed: int
-    failed: int
+    passed: int  # traces that conform
+    failed: int  # traces that depart or err
+    departed: int
+    errors: int
+    not_applicable: int
     steps: int
     steps_run: int
+    steps_skipped: int  # responses to requests the implementation did not send (it took another alternative)
     seconds: float
+    lacks: tuple[str, ...]  # the optional capabilities the implementation declared it lacks
+    readings: dict[str, int]  # "CHOICE=alternative" -> steps where the implementation showed that reading
     rules_failed: tuple[str, ...]
     rules: tuple[RuleVerdict, ...]
     results: tuple[TraceResult, ...]
@@ -35,18 +46,39 @@ class Certification(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def verdicts(results: list[TraceResult]) -> tuple[RuleVerdict, ...]:
-    passed: dict[str, int] = {}
-    failed: dict[str, int] = {}
+    """Per rule: departs if a departing step is attributed to it, else error if an adapter failed
+    on a step citing it, else conforms if a step citing it passed, else not applicable if only
+    traces that were not applicable cite it, else not exercised."""
+    passed: Counter[str] = Counter()
+    failed: dict[str, Counter[str]] = {DEPARTS: Counter(), ERROR: Counter()}
+    inapplicable: set[str] = set()
     for result in results:
-        for rule in result.rules_passed:
-            passed[rule] = passed.get(rule, 0) + 1
-        for rule in result.rules_failed:
-            failed[rule] = failed.get(rule, 0) + 1
+        passed.update(result.rules_passed)
+        if result.verdict in failed:
+            failed[result.verdict].update(result.rules_failed)
+        inapplicable.update(result.rules_not_applicable)
     found = []
     for rule in load_rules():
-        verdict = "departs" if rule.id in failed else ("conforms" if rule.id in passed else "not exercised")
-        found.append(RuleVerdict(rule=rule.id, verdict=verdict, steps_passed=passed.get(rule.id, 0), traces_failed=failed.get(rule.id, 0)))
+        rule_id = rule.id
+        if failed[DEPARTS][rule_id]:
+            verdict = DEPARTS
+        elif failed[ERROR][rule_id]:
+            verdict = ERROR
+        elif passed[rule_id]:
+            verdict = CONFORMS
+        else:
+            verdict = NOT_APPLICABLE if rule_id in inapplicable else NOT_EXERCISED
+        traces_failed = failed[DEPARTS][rule_id] + failed[ERROR][rule_id]
+        found.append(RuleVerdict(rule=rule_id, verdict=verdict, steps_passed=passed[rule_id], traces_failed=traces_failed))
     return tuple(found)
+
+
+def readings(results: list[TraceResult]) -> dict[str, int]:
+    """The implementation's readings at the choice points, summed over the traces."""
+    total: Counter[str] = Counter()
+    for result in results:
+        total.update(result.readings)
+    return dict(sorted(total.items()))
 
 
 def coverage_matrix(corpus: list[Trace]) -> dict[str, dict[str, int]]:

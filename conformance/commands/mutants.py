@@ -8,7 +8,7 @@ import msgspec
 from tabulate import tabulate
 
 from adapters.mutants import MUTANTS
-from conformance.certify.mutation import mutation_scores
+from conformance.certify.mutation import MIN_CATCHING_TRACES, mutation_scores
 from conformance.corpus.generate import DEFAULT_CORPUS
 
 
@@ -16,12 +16,14 @@ def run(args: argparse.Namespace) -> int:
     if args.score:
         scores = mutation_scores(Path(args.corpus) if args.corpus else DEFAULT_CORPUS, verify=args.verify)
         caught = sum(s.failed > 0 for s in scores)
+        well_caught = sum(s.failed >= MIN_CATCHING_TRACES for s in scores)
         if args.json:
-            print(json.dumps({"mutants": len(scores), "caught": caught, "scores": [msgspec.to_builtins(s) for s in scores]}))
+            print(json.dumps({"mutants": len(scores), "caught": caught, "caught_by_3_or_more": well_caught, "scores": [msgspec.to_builtins(s) for s in scores]}))
         else:
             rows = [(s.name, "yes" if s.failed else "NO", s.failed, s.rule, s.first) for s in scores]
             print(tabulate(rows, headers=("mutant", "caught", "traces failed", "rule it breaks", "first caught at"), tablefmt="simple"))
-            print(f"\nmutation score: {caught}/{len(scores)} ({100 * caught / len(scores):.0f}%)")
+            print(f"\nmutation score: {caught}/{len(scores)} ({100 * caught / len(scores):.0f}%); caught by at least {MIN_CATCHING_TRACES} traces: {well_caught}/{len(scores)}")
+            print("(a trace counts only if every allowed reading of the specification conforms to it: `kraftcheck choices --run`)")
         return 0 if caught == len(scores) else 1
     if args.json:
         print(json.dumps([{"name": m.name, "description": m.description} for m in MUTANTS.values()]))

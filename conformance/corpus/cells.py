@@ -10,11 +10,34 @@ from conformance.explore.kraft_system import request_epoch
 from model.events import Request, Response, Timer
 from model.isr.state import LeaderAndIsr
 from model.messages import REQUEST_TYPES, FetchResponse, OffsetsForLeaderEpochResponse
-from model.transitions import Transition
+from model import choices
+from model.choices import allowed_transitions
 from spec import errors
 from spec.trace import Input, Outputs, Persisted, Trace, TraceCluster, TracePartition
 
 Setting = TraceCluster | TracePartition  # where a node under test belongs
+
+DEDICATED = 3  # short traces sought per rule and outcome: each its own `rule ID | outcome #n` cell, the rule cited at its last step
+CANDIDATES = 3 * DEDICATED  # places kept per rule and outcome, since several can project onto the same node trace
+
+
+def dedicated_cell(cell: str) -> str:
+    """The cell a `rule ID #n` cell stands for (the others stand for themselves)."""
+    return cell.split(" #")[0]
+
+
+def note_cells(first: dict[str, object], found: tuple[str, ...], where: object) -> None:
+    """A search met `found` cells at `where`: keep the first (shallowest) place of each cell, and
+    of each `rule ID | outcome` cell the first CANDIDATES distinct places, as `... #1`, `#2`...
+    (generation keeps DEDICATED of them that give distinct traces)."""
+    for cell in found:
+        if not cell.startswith("rule "):
+            first.setdefault(cell, where)
+            continue
+        for number in range(1, CANDIDATES + 1):
+            kept = first.setdefault(f"{cell} #{number}", where)
+            if kept == where:
+                break
 
 
 def input_kind(event: Input) -> str:
@@ -81,14 +104,26 @@ def changes(model: NodeModel, before: object, after: object, outputs: Outputs) -
     return ",".join(changed) or "="
 
 
-def cells(model: NodeModel, before: object, event: Input, transition: Transition) -> tuple[str, ...]:
-    """The coverage cells of one node step, one per rule it cites; an ISR replica's start with `isr |`."""
+def cells(model: NodeModel, config: object, before: object, event: Input) -> tuple[str, ...]:
+    """The coverage cells of one node step: one per rule it cites (an ISR replica's start with
+    `isr |`), `rule ID | outcome` for each rule (searches keep DEDICATED shortest traces of those), and one per alternative of a choice point the step tells apart from the default
+    (`choice FETCH-REQ-5=leadership-first | FetchRequest | follower`), the default included."""
+    default, *others = allowed_transitions(model.step, config, before, event)
+    transition = default.transition
     outputs = outputs_of(event, transition)
     answered = outcome(event, outputs)
-    base = f"{input_kind(event)} | {model.role(before)} | {epoch_relation(before.epoch, event)} | {answered} {changes(model, before, transition.state, outputs)}"
+    where = f"{input_kind(event)} | {model.role(before)}"
+    base = f"{where} | {epoch_relation(before.epoch, event)} | {answered} {changes(model, before, transition.state, outputs)}"
     if model.system != "kraft":
         base = f"{model.system} | {base}"
-    return tuple(f"{base} | {rule}" for rule in (transition.rules or ("-",)))
+    found = [f"{base} | {rule}" for rule in (transition.rules or ("-",))] + [f"rule {rule} | {answered}" for rule in transition.rules]
+    seen = (outputs, model.observe(transition.state))
+    for other in others:
+        if (outputs_of(event, other.transition), model.observe(other.transition.state)) != seen:
+            for name, pick in other.picks:
+                if pick != choices.default(name):
+                    found += [f"choice {name}={choices.default(name)} | {where}", f"choice {name}={pick.split(':')[0]} | {where}"]
+    return tuple(dict.fromkeys(found))
 
 
 def cells_of_last_step(setting: Setting, node: int, built: Trace) -> tuple[str, ...]:
@@ -98,5 +133,4 @@ def cells_of_last_step(setting: Setting, node: int, built: Trace) -> tuple[str, 
     state = model.start(config, Persisted())
     for step in built.steps[:-1]:
         state = model.step(config, state, step.input).state
-    last = built.steps[-1].input
-    return cells(model, state, last, model.step(config, state, last))
+    return cells(model, config, state, built.steps[-1].input)

@@ -16,20 +16,36 @@ import msgspec
 
 from conformance.corpus import isr as isr_corpus
 from conformance.corpus import kraft as kraft_corpus
-from conformance.corpus.cells import cells_of_last_step
+from conformance.corpus.cells import CANDIDATES, DEDICATED, Setting, cells_of_last_step, dedicated_cell
 from conformance.corpus.manifest import KIND, MANIFEST, CoverageRow, Explored, GenerateOptions, Manifest, listing
 from conformance.corpus.reference import build_trace
 from conformance.explore.configs import CheckConfig, IsrCheckConfig
 from conformance.outputs import check_directory
 from spec import trace as traces
-from spec.trace import Input, Trace
+from model.events import Request
+from model.messages import FetchRequest
+from spec.trace import Input, Trace, TraceCluster
 
-CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-isr")  # what the shipped corpus is generated from
+CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-observer", "corpus-partial", "corpus-isr")  # what the shipped corpus is generated from
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "traces"  # the shipped corpus
 
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60]
+
+
+def plain(setting: Setting, inputs: list[Input]) -> Setting:
+    """A KRaft setting without a Fetch record limit where the node serves no Fetch: the limit
+    only shaped the responses it was sent, so the trace needs no FetchRecordLimit capability."""
+    if type(setting) is TraceCluster and setting.fetch_max_records and not any(type(e) is Request and type(e.message) is FetchRequest for e in inputs):
+        return msgspec.structs.replace(setting, fetch_max_records=0)
+    return setting
+
+
+def slot_order(cell: str) -> tuple[str, int]:
+    """Cells in name order, a `rule ID | outcome #n` family in the order its places were met."""
+    family, _, number = cell.partition(" #")
+    return family, int(number or 0)
 
 
 def generate(
@@ -47,21 +63,33 @@ def generate(
         if system is kraft_corpus:
             config = msgspec.structs.replace(config, symmetry=False)  # paths must be real, not renamed
         setting = system.setting(config)
-        paths, states, complete, met = system.search_config(config, options.max_states, {row.cell for row in coverage})
+        dedicated: dict[str, set[tuple[int, bytes]]] = {}  # `rule ID | outcome` -> its distinct traces so far
+        for row in coverage:
+            if row.cell != dedicated_cell(row.cell):
+                dedicated.setdefault(dedicated_cell(row.cell), set()).add((row.trace, b""))
+        known = {row.cell for row in coverage} | {f"{family} #{n}" for family, kept in dedicated.items() if len(kept) >= DEDICATED for n in range(1, CANDIDATES + 1)}
+        paths, states, complete, met = system.search_config(config, options.max_states, known)
         explored.append(Explored(config=name, bounds=config, states=states, complete=complete, cells=met))
         by_inputs: dict[tuple[int, bytes], list[str]] = {}
         chosen: dict[tuple[int, bytes], list[Input]] = {}
-        for cell, (node, inputs) in paths.items():
+        for cell, (node, inputs) in sorted(paths.items(), key=lambda item: slot_order(item[0])):
             identity = (node, msgspec.msgpack.encode(inputs))
+            family = dedicated_cell(cell)
+            if family != cell:
+                kept = dedicated.setdefault(family, set())
+                if identity not in kept and len(kept) >= DEDICATED:
+                    continue  # the rule and outcome have their short traces; a duplicate place would only repeat one
+                kept.add(identity)
             by_inputs.setdefault(identity, []).append(cell)
             chosen[identity] = inputs
         ordered = sorted(by_inputs, key=lambda k: (len(chosen[k]), by_inputs[k][0]))
         for number, identity in enumerate(ordered, start=1):
             covers = tuple(by_inputs[identity])
             file_name = f"{name}-cell-{number:04d}-{slug(covers[0])}.jsonl"
-            built = build_trace(file_name.removesuffix(".jsonl"), setting, identity[0], chosen[identity], f"{name}: shortest path to its cells", covers)
-            reached = set(cells_of_last_step(setting, identity[0], built))
-            missing = [c for c in covers if c not in reached]
+            inputs = chosen[identity]
+            built = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), identity[0], inputs, f"{name}: shortest path to its cells", covers)
+            reached = set(cells_of_last_step(built.header.setting, identity[0], built))
+            missing = [c for c in covers if dedicated_cell(c) not in reached]
             if missing:
                 raise AssertionError(f"{file_name}: projected trace does not reproduce {missing[0]}")
             corpus[file_name] = built
@@ -72,7 +100,7 @@ def generate(
                 if inputs:
                     file_name = f"{name}-walk-{seed:04d}-node{node}.jsonl"
                     origin = f"{name}: random walk, seed {seed}, {options.walk_steps} cluster steps, node {node}'s inputs"
-                    corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), setting, node, inputs, origin)
+                    corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), node, inputs, origin)
         if progress:
             progress(f"{name}: searched {states:,} states, {met:,} coverage cells ({len(ordered)} new traces), {options.walks} walks")
     rules: dict[str, int] = {}

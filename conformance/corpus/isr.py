@@ -12,7 +12,7 @@ answers to the replica's own requests in flight.
 import msgspec
 
 from adapters.node_models import MODELS
-from conformance.corpus.cells import cells
+from conformance.corpus.cells import cells, note_cells
 from conformance.corpus.kraft import offsets_probes
 from conformance.corpus.reference import NodeInputs
 from conformance.corpus.walks import path_to, random_walk
@@ -22,7 +22,6 @@ from model import log as logs
 from model import network
 from model.cluster import Deliver
 from model.events import Request, Response
-from model.isr import replica
 from model.isr.cluster import Action, Partition
 from model.isr.state import PartitionState, ReplicaState
 from model.messages import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
@@ -32,7 +31,7 @@ from spec.trace import Input, TracePartition
 
 ISR = MODELS["isr"]
 ANSWER_ERRORS = {
-    FetchRequest: (errors.FENCED_LEADER_EPOCH, errors.NOT_LEADER_OR_FOLLOWER, errors.code_of("OFFSET_OUT_OF_RANGE")),
+    FetchRequest: (errors.FENCED_LEADER_EPOCH, errors.NOT_LEADER_OR_FOLLOWER, errors.OFFSET_OUT_OF_RANGE),
     OffsetsForLeaderEpochRequest: (errors.FENCED_LEADER_EPOCH, errors.NOT_LEADER_OR_FOLLOWER),
 }
 
@@ -90,12 +89,8 @@ def search(partition: Partition, max_states: int) -> tuple[dict[str, Found], dic
         key = (position, before, event)
         found = memo.get(key)
         if found is None:
-            found = memo[key] = cells(ISR, before, event, replica.step(partition.replica_configs[position], before, event))
+            found = memo[key] = cells(ISR, partition.replica_configs[position], before, event)
         return found
-
-    def note(found: tuple[str, ...], where: Found) -> None:
-        for cell in found:
-            first.setdefault(cell, where)
 
     while frontier and len(parents) < max_states:
         level = []
@@ -110,12 +105,12 @@ def search(partition: Partition, max_states: int) -> tuple[dict[str, Found], dic
                         probed.add((position, current, envelope))
                         candidates += answer_probes(envelope, node)
                 for event in candidates:
-                    note(step_cells(position, current, event), Found(fp, node, probe=event))
+                    note_cells(first, step_cells(position, current, event), Found(fp, node, probe=event))
             for action in partition.enabled(state):
                 applied = partition.apply(state, action)
                 for node, event in applied.inputs:
                     position = partition.index[node]
-                    note(step_cells(position, state.replicas[position], event), Found(fp, node, action=action))
+                    note_cells(first, step_cells(position, state.replicas[position], event), Found(fp, node, action=action))
                 successor_fp = stable_fingerprint(applied.state)
                 if successor_fp not in parents:
                     parents[successor_fp] = (fp, action)

@@ -12,13 +12,12 @@ every node state met, and are kept when they reach a new cell.
 import msgspec
 
 from adapters.node_models import MODELS
-from conformance.corpus.cells import cells
+from conformance.corpus.cells import cells, note_cells
 from conformance.corpus.reference import NodeInputs
 from conformance.corpus.walks import path_to, random_walk
 from conformance.explore.check import system_for
 from conformance.explore.configs import CheckConfig
 from conformance.explore.kraft_system import KraftSystem
-from model import node as nodes
 from model.cluster import Cluster, Deliver, Drop, event_of
 from model.events import Request, Response
 from model.messages import BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, OffsetsForLeaderEpochRequest, VoteRequest
@@ -110,11 +109,6 @@ def search(system: KraftSystem, max_states: int) -> tuple[dict[str, Found], dict
         parents[fp] = (fp, ())
         frontier.append((fp, state))
 
-    def note(found: tuple[str, ...], where: Found) -> None:
-        for cell in found:
-            if cell not in first:
-                first[cell] = where
-
     while frontier and len(parents) < max_states:
         level = []
         for fp, state in frontier:
@@ -132,7 +126,7 @@ def search(system: KraftSystem, max_states: int) -> tuple[dict[str, Found], dict
                         envelope = system.messages.values[message_id]
                         candidates += message_probes(envelope, cluster.ids[position], cluster.config.voters, cluster.config.observers)
                 for event in candidates:
-                    note(cells(KRAFT, node, event, nodes.step(config, node, event)), Found(fp, ("probe", position, event)))
+                    note_cells(first, cells(KRAFT, config, node, event), Found(fp, ("probe", position, event)))
             for key, successor in system.successors(state):
                 if key[0] != "drop":
                     action = system.action(key)
@@ -142,8 +136,8 @@ def search(system: KraftSystem, max_states: int) -> tuple[dict[str, Found], dict
                     found = step_cells.get(memo)
                     if found is None:
                         before = system.nodes.values[state[position]]
-                        found = step_cells[memo] = cells(KRAFT, before, event, nodes.step(cluster.node_configs[position], before, event))
-                    note(found, Found(fp, key))
+                        found = step_cells[memo] = cells(KRAFT, cluster.node_configs[position], before, event)
+                    note_cells(first, found, Found(fp, key))
                 successor_fp = system.fingerprint(successor)
                 if successor_fp not in parents:
                     parents[successor_fp] = (fp, key)

@@ -4,7 +4,11 @@ Used wherever a trace is made: corpus generation, counterexamples saved as trace
 certification when it shortens a divergent trace.
 """
 
+import msgspec
+
 from adapters.node_models import model_for, outputs_of
+from model import choices
+from model.choices import allowed_transitions
 from conformance.corpus.cells import Setting, input_kind
 from conformance.text import message_text
 from model.events import ClientAppend, Request, Response, Timer
@@ -12,34 +16,51 @@ from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
 from model.isr.state import LeaderAndIsr
 from spec import errors
 from spec import trace as traces
-from spec.trace import Header, Input, Outputs, Persisted, Step, Trace, TraceCluster
+from spec.trace import Alternative, Header, Input, Outputs, Persisted, Step, Trace, TraceCluster
 
 NodeInputs = tuple[int, list[Input]]  # a node and its inputs, in order
 
 
-def build_trace(name: str, setting: Setting, node: int, inputs: list[Input], origin: str, covers: tuple[str, ...] = ()) -> Trace:
-    """The trace of a node given its inputs: every expectation is the reference model's."""
+def build_trace(
+    name: str, setting: Setting, node: int, inputs: list[Input], origin: str, covers: tuple[str, ...] = (), initial: Persisted = Persisted()
+) -> Trace:
+    """The trace of a node given its inputs: every expectation is the reference model's, its
+    default reading first and the other outcomes the specification allows beside it."""
     model = model_for(setting)
     config = model.config(setting, node)
-    state = model.start(config, Persisted())
+    state = model.start(config, initial)
     steps = []
     for number, event in enumerate(inputs, start=1):
-        transition = model.step(config, state, event)
+        default, *others = allowed_transitions(model.step, config, state, event)
+        transition = default.transition
         outputs = outputs_of(event, transition)
+        observed = model.observe(transition.state)
+        allowed: dict[bytes, Alternative] = {}
+        for outcome in others:
+            alternative = Alternative(
+                choices={name: pick for name, pick in outcome.picks if pick != choices.default(name)},
+                expect=outputs_of(event, outcome.transition),
+                state=model.observe(outcome.transition.state),
+            )
+            if (alternative.expect, alternative.state) != (outputs, observed):
+                allowed.setdefault(msgspec.msgpack.encode((alternative.expect, alternative.state)), alternative)
         steps.append(
             Step(
                 step=number,
                 input=event,
                 expect=outputs,
                 errors=error_names(outputs),
-                state=model.observe(transition.state),
+                state=observed,
                 rules=transition.rules,
                 note=event_text(event),
+                allowed=tuple(allowed.values()),
             )
         )
         state = transition.state
     where = {"cluster": setting} if type(setting) is TraceCluster else {"partition": setting}
-    header = Header(kind=traces.KIND, format_version=traces.FORMAT_VERSION, name=name, node=node, steps=len(steps), origin=origin, covers=covers, **where)
+    header = Header(
+        kind=traces.KIND, format_version=traces.FORMAT_VERSION, name=name, node=node, steps=len(steps), initial=initial, origin=origin, covers=covers, **where
+    )
     return Trace(header=header, steps=tuple(steps))
 
 

@@ -290,9 +290,8 @@ class _Layout:
         if arrow.end is None:  # labels of messages never delivered would pile up at the bottom
             return drawn, ""
         rightward = target > x1
-        if arrow.tone in ("expected", "actual"):  # their lanes are their own: the label goes past the head
-            room = self.text_x - x2 - 16 if rightward else x2 - MARGIN - GUTTER - 12
-            x, anchor = (x2 + 8, "start") if rightward else (x2 - 8, "end")
+        if arrow.tone in ("expected", "actual"):  # their lanes are their own: the label starts at the head, rightwards
+            room, x, anchor = self.text_x - x2 - 16, x2 + 8, "start"
         else:
             room = abs(x2 - x1) - 22
             x, anchor = (x2 - 11, "end") if rightward else (x2 + 11, "start")

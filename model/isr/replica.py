@@ -29,7 +29,7 @@ replace = msgspec.structs.replace
 
 NOT_ENOUGH_REPLICAS = errors.code_of("NOT_ENOUGH_REPLICAS")
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = errors.code_of("NOT_ENOUGH_REPLICAS_AFTER_APPEND")
-OFFSET_OUT_OF_RANGE = errors.code_of("OFFSET_OUT_OF_RANGE")
+OFFSET_OUT_OF_RANGE = errors.OFFSET_OUT_OF_RANGE
 
 
 def initial_state(config: ReplicaConfig) -> ReplicaState:

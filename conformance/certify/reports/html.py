@@ -1,9 +1,10 @@
 """report.html: the certification for people, in a browser, as one self-contained file.
 
 The summary; the verdict per rule with its normative sentence and links to the traces that
-exercise it; a coverage heat map (rules x input kinds, coloured by the traces passing and
-failing there); each divergence with its sequence diagram and its shortened reproducing trace;
-every trace. Inline CSS and SVG, no script and no external resource, so it opens from disk
+exercise it; the implementation's readings at the choice points; the capabilities it lacks; a
+coverage heat map (rules x input kinds, coloured by the traces passing, failing and not
+applicable there); each divergence with its sequence diagram and its shortened reproducing
+trace, and each error; every trace. Inline CSS and SVG, no script and no external resource, so it opens from disk
 anywhere; the same certification gives the same bytes. The page is report.html.j2 (Jinja2).
 """
 
@@ -14,7 +15,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from conformance.certify.replay import TraceResult, failure_text
+from conformance.certify.replay import NOT_APPLICABLE, TraceResult, failure_text
+from conformance.certify.reports.wording import FAILING, allowed_text, headline, lacking, needs_text, overall, readings, rule_totals, steps_text, taken_text, trace_totals
 from conformance.certify.verdicts import Certification
 from conformance.corpus.cells import input_kind
 from conformance.diagrams.labels import message_label
@@ -34,19 +36,22 @@ _TEMPLATES = jinja2.Environment(
 
 @dataclass
 class Cell:
-    """One rule x input kind of the heat map: the traces that pass a step there, and those failing on one."""
+    """One rule x input kind of the heat map: the traces that pass a step there, those failing
+    (departing or erring) on one, and those not applicable with a step there."""
 
     passing: int = 0
     failing: int = 0
+    inapplicable: int = 0
 
     @property
     def shade(self) -> str:
-        """A CSS class: red by failing traces, else green by passing ones, else empty."""
+        """A CSS class: red by failing traces, else green by passing ones, else grey where only
+        traces not applicable reach, else empty."""
         if self.failing:
             return f"f{min(self.failing, 3)}"
         if self.passing:
             return "p" + str(1 if self.passing == 1 else 2 if self.passing < 5 else 3 if self.passing < 20 else 4)
-        return ""
+        return "na" if self.inapplicable else ""
 
 
 @dataclass
@@ -62,11 +67,22 @@ class TraceEntry:
         """How many rules its replayed steps exercise."""
         return len(set(self.result.rules_passed) | set(self.result.rules_failed))
 
+    @property
+    def steps(self) -> str:
+        """Its steps matched, and skipped, worded as the summary's."""
+        return steps_text(self.result.steps_run, self.result.steps, self.result.steps_skipped)
+
+    @property
+    def needs(self) -> str:
+        """Why it is not applicable; asked of a trace not applicable only."""
+        return needs_text(self.result)
+
 
 @dataclass
 class DivergenceEntry:
     trace: TraceEntry
     text: str  # the failure in words
+    allowed: str  # the other alternatives the step allowed, "" if none
     diagram: Markup | None  # None: the adapter failed (no divergence), or the trace could not be read
     shortened_link: str | None = None
     shortened_steps: list[tuple[int, str, str, str]] = field(default_factory=list)  # step, input, expected, rules
@@ -85,10 +101,21 @@ def html(report: Certification, corpus: dict[str, Trace], reproductions: dict[st
     ]
     kinds, heat = _heat_map(report, corpus)
     heat_rows = [(rule, catalogue[rule], [heat[rule].get(kind, Cell()) for kind in kinds]) for rule in catalogue if rule in heat]
-    divergences = [_divergence(by_path[r.trace], corpus.get(r.trace), reproductions.get(r.trace)) for r in report.results if not r.passed]
-    counts = {verdict: sum(v.verdict == verdict for v in report.rules) for verdict in ("conforms", "departs", "not exercised")}
+    divergences = [_divergence(by_path[r.trace], corpus.get(r.trace), reproductions.get(r.trace)) for r in report.results if r.verdict in FAILING]
     return _TEMPLATES.get_template("report.html.j2").render(
-        report=report, counts=counts, rules=rules, kinds=kinds, heat_rows=heat_rows, divergences=divergences, traces=entries
+        report=report,
+        verdict=overall(report),
+        headline=headline(report),
+        trace_totals=trace_totals(report),
+        rule_totals=rule_totals(report),
+        steps=steps_text(report.steps_run, report.steps, report.steps_skipped),
+        readings=[(r.point, taken_text(r)) for r in readings(report)],
+        lacking=lacking(report),
+        rules=rules,
+        kinds=kinds,
+        heat_rows=heat_rows,
+        divergences=divergences,
+        traces=entries,
     )
 
 
@@ -116,15 +143,18 @@ def _trace_entries(report: Certification, corpus: dict[str, Trace]) -> list[Trac
     return entries
 
 
-def _exercising(rule: str, entries: list[TraceEntry]) -> list[tuple[TraceEntry, bool]]:
-    """The traces whose replayed steps exercise a rule, failing ones first: (entry, fails on it)."""
-    failing = [(e, True) for e in entries if rule in e.result.rules_failed]
-    passing = [(e, False) for e in entries if rule in e.result.rules_passed and rule not in e.result.rules_failed]
-    return failing + passing
+def _exercising(rule: str, entries: list[TraceEntry]) -> list[tuple[TraceEntry, str]]:
+    """The traces whose replayed steps exercise a rule, failing ones first, then those passing
+    it, then those not applicable that cite it: (entry, its verdict on the rule; "" passing)."""
+    failing = [(e, e.result.verdict) for e in entries if rule in e.result.rules_failed]
+    passing = [(e, "") for e in entries if rule in e.result.rules_passed and rule not in e.result.rules_failed]
+    inapplicable = [(e, NOT_APPLICABLE) for e in entries if rule in e.result.rules_not_applicable]
+    return failing + passing + inapplicable
 
 
 def _heat_map(report: Certification, corpus: dict[str, Trace]) -> tuple[list[str], dict[str, dict[str, Cell]]]:
-    """Input kinds, and per rule and kind the traces with a matched step there and those failing on one."""
+    """Input kinds, and per rule and kind the traces with a matched step there, those failing on
+    one, and those not applicable with a step there."""
     cells: dict[str, dict[str, Cell]] = {}
     kinds: set[str] = set()
     for result in report.results:
@@ -132,16 +162,23 @@ def _heat_map(report: Certification, corpus: dict[str, Trace]) -> tuple[list[str
         if built is None:
             continue
         passed: set[tuple[str, str]] = set()
+        inapplicable: set[tuple[str, str]] = set()
+        reached = result.steps_run + result.steps_skipped  # the steps before the failing one, matched or skipped
+        matched = set(result.rules_passed)  # a skipped step's rules count only where a matched step passed them
         for index, step in enumerate(built.steps):
             kind = input_kind(step.input)
             kinds.add(kind)
-            if index < result.steps_run:
-                passed.update((rule, kind) for rule in step.rules)
-            elif index == result.steps_run and not result.passed:
+            if result.verdict == NOT_APPLICABLE:
+                inapplicable.update((rule, kind) for rule in step.rules)
+            elif index < reached:
+                passed.update((rule, kind) for rule in step.rules if rule in matched)
+            elif index == reached and result.verdict in FAILING:
                 for rule in step.rules:
                     cells.setdefault(rule, {}).setdefault(kind, Cell()).failing += 1
         for rule, kind in passed:
             cells.setdefault(rule, {}).setdefault(kind, Cell()).passing += 1
+        for rule, kind in inapplicable:
+            cells.setdefault(rule, {}).setdefault(kind, Cell()).inapplicable += 1
     return sorted(kinds), cells
 
 
@@ -150,7 +187,7 @@ def _divergence(entry: TraceEntry, built: Trace | None, reproduction: tuple[str,
     diagram = None
     if result.divergence is not None and built is not None:
         diagram = Markup(divergence_svg(built, result.divergence))
-    found = DivergenceEntry(entry, failure_text(result), diagram)
+    found = DivergenceEntry(entry, failure_text(result), allowed_text(result.divergence) if result.divergence and result.divergence.allowed else "", diagram)
     if reproduction is not None:
         found.shortened_link, short = reproduction
         for step in short.steps:

@@ -1,28 +1,35 @@
-"""junit.xml: one test case per trace, for CI systems."""
+"""junit.xml: one test case per trace, for CI systems: a departing trace a failure, one the
+adapter failed on an error, a trace needing a capability the implementation lacks skipped."""
 
 from pathlib import Path
 
-from conformance.certify.replay import failure_text
+from conformance.certify.replay import CONFORMS, DEPARTS, NOT_APPLICABLE, TraceResult, failure_text
+from conformance.certify.reports.wording import needs_text
 from conformance.certify.verdicts import Certification
 from conformance.text import markup as attribute
 
 
 def junit(report: Certification) -> str:
     suite = attribute(report.adapter)
-    cases = []
-    for result in report.results:
-        name = attribute(Path(result.trace).name)
-        if result.passed:
-            cases.append(f'  <testcase classname="kraftcheck.{suite}" name="{name}" time="{result.seconds}"/>')
-        else:
-            message = attribute(failure_text(result))
-            cases.append(f'  <testcase classname="kraftcheck.{suite}" name="{name}" time="{result.seconds}"><failure message="{message}">{message}</failure></testcase>')
+    cases = [f'  <testcase classname="kraftcheck.{suite}" name="{attribute(Path(r.trace).name)}" time="{r.seconds}"{_outcome(r)}' for r in report.results]
     return "\n".join(
         [
             '<?xml version="1.0" encoding="utf-8"?>',
-            f'<testsuite name="kraftcheck certify {suite}" tests="{report.traces}" failures="{report.failed}" errors="0" time="{report.seconds}">',
+            f'<testsuite name="kraftcheck certify {suite}" tests="{report.traces}" failures="{report.departed}" errors="{report.errors}" '
+            f'skipped="{report.not_applicable}" time="{report.seconds}">',
             *cases,
             "</testsuite>",
             "",
         ]
     )
+
+
+def _outcome(result: TraceResult) -> str:
+    """The end of a test case's element: empty for a trace that conforms, else its failure, error or skip."""
+    if result.verdict == CONFORMS:
+        return "/>"
+    if result.verdict == NOT_APPLICABLE:
+        return f'><skipped message="{attribute(needs_text(result))}"/></testcase>'
+    element = "failure" if result.verdict == DEPARTS else "error"
+    message = attribute(failure_text(result))
+    return f'><{element} message="{message}">{message}</{element}></testcase>'

@@ -3,6 +3,7 @@
 from tabulate import tabulate
 
 from conformance.certify.replay import failure_text
+from conformance.certify.reports.wording import FAILING, allowed_text, headline, lacking, readings, rule_totals, steps_text, taken_text, trace_totals
 from conformance.certify.verdicts import Certification
 
 
@@ -10,25 +11,43 @@ def markdown(report: Certification) -> str:
     lines = [
         f"# kraftcheck certification: `{report.adapter}`",
         "",
-        f"Verdict: **{'conforms' if not report.failed else 'departs from the specification'}**. "
-        f"{report.passed} of {report.traces} traces passed ({report.steps_run:,} of {report.steps:,} steps matched) "
-        f"in {report.seconds:.1f} s; corpus `{report.corpus}`.",
+        f"Verdict: **{headline(report)}**. Traces: {trace_totals(report)} (steps matched: {steps_text(report.steps_run, report.steps, report.steps_skipped)}) "
+        f"in {report.seconds:.1f} s; corpus `{report.corpus}`. Rules: {rule_totals(report)}.",
         "",
         "## Verdict per rule",
         "",
         tabulate([(v.rule, v.verdict, v.steps_passed, v.traces_failed) for v in report.rules], headers=("rule", "verdict", "traces passing it", "traces failing on it"), tablefmt="github"),
         "",
-        "## Divergences",
+        "## Choice points",
         "",
     ]
-    failing = [r for r in report.results if not r.passed]
+    taken = readings(report)
+    if taken:
+        lines += [
+            "Where the specification allows more than one behaviour, the alternatives the implementation showed it took, and at how many steps.",
+            "",
+            tabulate([(f"`{r.point.name}`", r.point.question, taken_text(r)) for r in taken], headers=("choice point", "question", "alternatives taken"), tablefmt="github"),
+            "",
+        ]
+    else:
+        lines += ["No step showed which alternative the implementation takes.", ""]
+    lines += ["## Not applicable", ""]
+    if report.lacks:
+        lines += ["The optional capabilities the implementation declares it lacks, and the traces that need them:", ""]
+        lines += [f"- {line}" for line in lacking(report)] + [""]
+    else:
+        lines += ["None: no trace needs a capability the implementation declares it lacks.", ""]
+    lines += ["## Divergences and errors", ""]
+    failing = [r for r in report.results if r.verdict in FAILING]
     if not failing:
         lines.append("None.")
     for result in failing:
-        lines += [f"### `{result.trace}`", "", failure_text(result), ""]
+        lines += [f"### `{result.trace}` ({result.verdict})", "", failure_text(result), ""]
         if result.divergence:
             d = result.divergence
             lines += ["| | |", "|---|---|", f"| step | {d.step} |", f"| input | {_cell(d.input)} |", f"| field | `{d.field}` |", f"| expected | {_cell(d.expected)} |", f"| actual | {_cell(d.actual)} |", f"| rules | {' '.join(d.rules)} |", ""]
+            if d.allowed:
+                lines += [allowed_text(d), ""]
             lines += json_diff(d.differing, d.expected_json, d.actual_json)
         if result.trace in report.shortened:
             lines += [f"Shortened reproducing trace: `{report.shortened[result.trace]}`", ""]

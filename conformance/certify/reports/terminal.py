@@ -8,29 +8,35 @@ from tabulate import tabulate
 
 from conformance.certify.replay import failure_text
 from conformance.certify.reports.publish import REPORT_FILES
+from conformance.certify.reports.wording import FAILING, allowed_text, alternative_text, lacking, readings, rule_totals, steps_text, trace_totals
 from conformance.certify.verdicts import Certification
 from conformance.text import wrapped_table
 
 
 def terminal_summary(report: Certification, out: Path, show: int = 15) -> str:
-    counts = {verdict: sum(v.verdict == verdict for v in report.rules) for verdict in ("conforms", "departs", "not exercised")}
     rows = [
         ("adapter", report.adapter),
-        ("traces", f"{report.passed} passed, {report.failed} failed, {report.traces} in all"),
-        ("steps matched", f"{report.steps_run:,} of {report.steps:,}"),
-        ("rules", f"{counts['conforms']} conform, {counts['departs']} depart, {counts['not exercised']} not exercised"),
+        ("traces", trace_totals(report)),
+        ("steps matched", steps_text(report.steps_run, report.steps, report.steps_skipped)),
+        ("rules", rule_totals(report)),
+        *([("lacks", "; ".join(lacking(report)))] if report.lacks else []),
         ("seconds", f"{report.seconds:.1f}"),
         ("reports", ", ".join(str(out / name) for name in REPORT_FILES.values())),
     ]
     text = tabulate(rows, tablefmt="simple")
-    failing = [r for r in report.results if not r.passed]
+    taken = [(r.point.name if i == 0 else "", alternative_text(r.point, alternative), steps, r.point.question if i == 0 else "") for r in readings(report) for i, (alternative, steps) in enumerate(r.taken)]
+    if taken:
+        text += "\n\n" + wrapped_table(taken, ("choice point", "alternative taken", "steps", "question"), [None, None, None, 60])
+    failing = [r for r in report.results if r.verdict in FAILING]
     if failing:
-        table = [(Path(r.trace).name, r.divergence.step if r.divergence else "-", r.divergence.field if r.divergence else "adapter failed", " ".join(r.rules_failed) or "-") for r in failing[:show]]
-        text += "\n\n" + wrapped_table(table, ("failing trace", "step", "field", "rules"), [None, None, 40, 40])
+        table = [(Path(r.trace).name, r.verdict, r.divergence.step if r.divergence else "-", r.divergence.field if r.divergence else r.failure, " ".join(r.rules_failed) or "-") for r in failing[:show]]
+        text += "\n\n" + wrapped_table(table, ("failing trace", "verdict", "step", "field", "rules"), [None, None, None, 40, 40])
         if len(failing) > show:
             text += f"\n... and {len(failing) - show} more (see {out / REPORT_FILES['markdown']})"
         first = failing[0]
-        text += f"\n\nfirst divergence, {first.trace}:\n  {failure_text(first)}"
+        text += f"\n\nfirst {'divergence' if first.divergence else 'error'}, {first.trace}:\n  {failure_text(first)}"
+        if first.divergence and first.divergence.allowed:
+            text += f"\n  {allowed_text(first.divergence)}"
         if first.divergence and first.divergence.expected_json:
             text += "\n" + side_by_side(first.divergence.differing, first.divergence.expected_json, first.divergence.actual_json)
     if report.rules_failed:

@@ -1,0 +1,102 @@
+"""The words every report uses for the same facts, so that Markdown, HTML, JUnit XML, the
+terminal and the pytest plugin say them alike: the verdict totals, the readings at the choice
+points, the capabilities an implementation lacks, the alternatives a divergence also allowed."""
+
+from collections import Counter
+from typing import NamedTuple
+
+from conformance.certify.replay import CONFORMS, DEPARTS, ERROR, NOT_APPLICABLE, VERDICTS, Divergence, TraceResult
+from conformance.certify.verdicts import NOT_EXERCISED, Certification
+from model.choices import CHOICE_POINTS, ChoicePoint
+
+FAILING = (DEPARTS, ERROR)  # the trace verdicts a report lists as failing, and the exit code counts
+_TOTAL = {CONFORMS: "conform", DEPARTS: "depart", NOT_APPLICABLE: "not applicable", ERROR: "errors", NOT_EXERCISED: "not exercised"}
+_HEADLINE = {
+    DEPARTS: "departs from the specification",
+    ERROR: "not judged: the adapter failed or traces could not be read",
+    CONFORMS: "conforms",
+    NOT_APPLICABLE: "not applicable: every trace needs a capability the implementation lacks",
+}
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def _totals(counts: Counter[str], order: tuple[str, ...]) -> str:
+    return ", ".join(f"{counts[verdict]} {'error' if verdict == ERROR and counts[verdict] == 1 else _TOTAL[verdict]}" for verdict in order)
+
+
+def trace_totals(report: Certification) -> str:
+    """E.g. "520 conform, 2 depart, 3 not applicable, 0 errors, 525 in all"."""
+    counts = Counter({CONFORMS: report.passed, DEPARTS: report.departed, NOT_APPLICABLE: report.not_applicable, ERROR: report.errors})
+    return f"{_totals(counts, VERDICTS)}, {report.traces} in all"
+
+
+def rule_totals(report: Certification) -> str:
+    """E.g. "130 conform, 2 depart, 5 not applicable, 0 errors, 20 not exercised"."""
+    return _totals(Counter(v.verdict for v in report.rules), (*VERDICTS, NOT_EXERCISED))
+
+
+def overall(report: Certification) -> str:
+    """The run's verdict: a departure outweighs an error (the adapter failing proves nothing
+    either way), which outweighs conformance, as for a rule."""
+    counts = {DEPARTS: report.departed, ERROR: report.errors, CONFORMS: report.passed, NOT_APPLICABLE: report.not_applicable}
+    return next((verdict for verdict, count in counts.items() if count), CONFORMS)
+
+
+def headline(report: Certification) -> str:
+    return _HEADLINE[overall(report)]
+
+
+def steps_text(run: int, steps: int, skipped: int) -> str:
+    """Steps matched, and those skipped: a response to a request the implementation did not send
+    (it took another allowed alternative) cannot be delivered, nor judged."""
+    text = f"{run:,} of {steps:,}"
+    return f"{text}, {skipped:,} skipped (answers to requests the implementation did not send)" if skipped else text
+
+
+def needs_text(result: TraceResult) -> str:
+    """Why a trace is not applicable, e.g. "needs OffsetsForLeaderEpoch, which the implementation declares it lacks"."""
+    return f"needs {' and '.join(result.lacks)}, which the implementation declares it lacks"
+
+
+def lacking(report: Certification) -> list[str]:
+    """Each capability the implementation declares it lacks, and the traces not applicable for
+    want of it, e.g. "OffsetsForLeaderEpoch: 38 traces not applicable"."""
+    counts = Counter(capability for result in report.results for capability in result.lacks)
+    return [f"{capability}: {_count(counts[capability], 'trace')} not applicable" for capability in report.lacks]
+
+
+def allowed_text(divergence: Divergence) -> str:
+    """The other alternatives the specification allowed at a divergent step (for one that
+    allowed some): the implementation matched none of them either."""
+    return f"also allowed at this step: {'; '.join(divergence.allowed)}"
+
+
+class Reading(NamedTuple):
+    """A choice point, and the alternatives the implementation showed it took there with the steps showing each."""
+
+    point: ChoicePoint
+    taken: list[tuple[str, int]]  # in the point's order; the default first
+
+
+def readings(report: Certification) -> list[Reading]:
+    """The choice points the implementation showed a reading at, in the catalogue's order."""
+    found = []
+    for point in CHOICE_POINTS.values():
+        prefix = f"{point.name}="
+        taken = [(key[len(prefix) :], count) for key, count in report.readings.items() if key.startswith(prefix)]
+        if taken:
+            found.append(Reading(point, sorted(taken, key=lambda item: (point.alternatives.index(item[0].split(":", 1)[0]), item[0]))))  # one-voter:N by its family
+    return found
+
+
+def alternative_text(point: ChoicePoint, alternative: str) -> str:
+    """An alternative, marked if it is the model's default reading."""
+    return f"{alternative} (the default)" if alternative == point.alternatives[0] else alternative
+
+
+def taken_text(reading: Reading) -> str:
+    """E.g. "epoch-first (the default): 296 steps; leadership-first: 272 steps"."""
+    return "; ".join(f"{alternative_text(reading.point, alternative)}: {_count(count, 'step')}" for alternative, count in reading.taken)

@@ -1,0 +1,50 @@
+"""`kraftcheck choices`: the specification's choice points, or the reference run under every alternative."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import msgspec
+
+from conformance.certify.precision import load_corpus, precision_adapters, run_precision
+from conformance.certify.replay import DEPARTS, ERROR, VERDICTS, trace_files
+from conformance.corpus.generate import DEFAULT_CORPUS
+from conformance.text import wrapped_table
+from model.choices import CHOICE_POINTS, ONE_VOTER
+from model.config import ConfigError
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.run_readings:
+        points = [
+            {"choice": p.name, "question": p.question, "alternatives": [f"{a}:N" if a == ONE_VOTER else a for a in p.alternatives], "why": p.why}
+            for p in CHOICE_POINTS.values()
+        ]
+        if args.json:
+            print(json.dumps(points))
+        else:
+            rows = [(p["choice"], p["question"], " | ".join(p["alternatives"]), p["why"]) for p in points]
+            print(wrapped_table(rows, ("choice point", "what is left open", "alternatives (default first)", "why"), [None, 40, 30, 60]))
+            print("\nAn adapter may be any alternative: `certify --adapter reference:FETCH-REQ-5=leadership-first` runs the reference so.")
+        return 0
+    for name, value in (("--combinations", args.combinations), ("--random", args.random)):
+        if not 0 <= value <= 1000:
+            raise ConfigError(f"{name} must be between 0 and 1000, got {value}")
+    corpus = load_corpus(trace_files(Path(args.corpus) if args.corpus else DEFAULT_CORPUS, args.verify))
+    adapters = precision_adapters(args.combinations, args.random, args.seed)
+    live = sys.stderr.isatty() and not args.json
+
+    def progress(done: int, total: int) -> None:
+        print(f"\r{done}/{total} readings replayed", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    rows, precise = run_precision(corpus, adapters, progress if live else None)
+    clean = all(row.verdicts[DEPARTS] == row.verdicts[ERROR] == 0 for row in rows)
+    if args.json:
+        print(json.dumps({"traces": len(corpus), "precise_traces": len(precise), "runs": [msgspec.to_builtins(r) for r in rows]}))
+    else:
+        table = [(r.adapter, *(r.verdicts[v] for v in VERDICTS), r.first_failure or "-") for r in rows]
+        print(wrapped_table(table, ("reading", *VERDICTS, "first failure"), [60, None, None, None, None, 50]))
+        print(f"\n{len(rows)} readings of the specification, {len(corpus)} traces: "
+              + ("every reading conforms to every trace" if clean else "SOME READING DEPARTS: kraftcheck is imprecise there"))
+    return 0 if clean else 1

@@ -1,0 +1,210 @@
+"""Choice points: where KIP-595 allows more than one behaviour, and the alternatives it allows.
+
+A handler never hides such a choice: it asks `config.choices.pick(NAME)` and acts on the
+alternative it gets. `Choices` answers with fixed picks (the first alternative of each point,
+the model's reading, unless told otherwise); `allowed_transitions` re-runs a step under every
+alternative of every point the step consulted, so the model can say what the specification
+allows at any step. Exploration takes the defaults; replay accepts any allowed outcome.
+"""
+
+import random
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import msgspec
+
+
+class ChoicePoint(NamedTuple):
+    name: str  # the rule ID the choice belongs to
+    question: str  # what is left open, in words
+    alternatives: tuple[str, ...]  # the first is the model's default reading
+    why: str  # where the specification leaves it open
+
+
+ONE_VOTER = "one-voter"  # OBS-2's alternative family: "one-voter:N" sends the Fetch to voter N only
+
+CHOICE_POINTS: dict[str, ChoicePoint] = {
+    point.name: point
+    for point in (
+        ChoicePoint(
+            "FETCH-REQ-5",
+            "a non-leader receiving a Fetch of another epoch: which check comes first",
+            ("epoch-first", "leadership-first"),
+            "the KIP does not order NOT_LEADER_OR_FOLLOWER against the epoch checks (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH); "
+            "the same order applies to OffsetsForLeaderEpoch (K101-4)",
+        ),
+        ChoicePoint(
+            "FETCH-REQ-3",
+            "the error code of a Fetch answered with DivergingEpoch",
+            ("none", "offset-out-of-range"),
+            "step 3 of Fetch handling sets only DivergingEpoch; the common error list gives OFFSET_OUT_OF_RANGE to a fetcher that must truncate. "
+            "A fetcher truncates on DivergingEpoch under either code",
+        ),
+        ChoicePoint(
+            "VOTER-ONLY-1",
+            "an observer receiving BeginQuorumEpoch",
+            ("reject", "follow"),
+            "the KIP says only voters receive BeginQuorumEpoch, not how an observer answers one: refuse it "
+            "(INCONSISTENT_VOTER_SET) or take the announced leader as its own",
+        ),
+        ChoicePoint(
+            "END-REQ-3",
+            "EndQuorumEpoch naming another leader than the one the voter knows for that epoch",
+            ("unknown-leader-epoch", "invalid-quorum-state"),
+            "the KIP refuses an unknown leader without naming a code; INVALID_QUORUM_STATE fits a different known leader as well",
+        ),
+        ChoicePoint(
+            "VOTE-REQ-3A",
+            "a Vote in the voter's own epoch, not voted in, while it knows that epoch's leader",
+            ("refuse", "grant-if-up-to-date"),
+            "the KIP's steps cover an epoch already voted in and a larger epoch only; Raft grants whenever the vote is free and the log up to date",
+        ),
+        ChoicePoint(
+            "VOTE-REQ-4A",
+            "where the check that the candidate is a voter comes",
+            ("after-vote-checks", "before-vote-checks"),
+            "the KIP places it under a larger epoch (step 4.1); an implementation may check membership before looking at its vote",
+        ),
+        ChoicePoint(
+            "COMMON-3",
+            "a Vote response naming a leader or a larger epoch",
+            ("follow", "candidate-only"),
+            "the KIP's Vote response handling ignores a response once the node is no longer a candidate, and does not follow a leader "
+            "named in it; following it is the Raft summary's rule for any response",
+        ),
+        ChoicePoint(
+            "FETCH-RESP-3",
+            "an error-free Fetch response from the current leader that answers an earlier Fetch than the one in flight",
+            ("ignore", "apply"),
+            "the KIP describes appending the records of a matching fetch only; a node may apply a late response from its leader "
+            "(records that start at its log end, the high watermark) and keep waiting for the Fetch in flight",
+        ),
+        ChoicePoint(
+            "OBS-2",
+            "where a node that knows no leader sends its Fetch (discovery, BOOT-1, FETCH-RESP-1)",
+            ("every-voter", ONE_VOTER),
+            "the KIP says a random voter; sending to every voter covers every random choice at once",
+        ),
+        ChoicePoint(
+            "RETRY-1",
+            "what the request timer re-sends at a candidate and at a leader",
+            ("vote-and-begin", "nothing"),
+            "the KIP re-sends Vote and BeginQuorumEpoch without saying on which timer; an implementation may re-send on a backoff of its own",
+        ),
+    )
+}
+
+
+def alternatives(name: str, voters: tuple[int, ...], node_id: int) -> tuple[str, ...]:
+    """The alternatives of a choice point for one node; OBS-2's one-voter family has one per other voter."""
+    found: list[str] = []
+    for alternative in CHOICE_POINTS[name].alternatives:
+        if alternative == ONE_VOTER:
+            found += [f"{ONE_VOTER}:{v}" for v in voters if v != node_id]
+        else:
+            found.append(alternative)
+    return tuple(found)
+
+
+def default(name: str) -> str:
+    return CHOICE_POINTS[name].alternatives[0]
+
+
+Picks = tuple[tuple[str, str], ...]
+"""Alternatives fixed by name, sorted: what a step or a run took where it was not the default."""
+
+
+class Choices(msgspec.Struct, frozen=True):
+    """Fixed picks; every other point takes its default (the model's reading)."""
+
+    picks: Picks = ()
+
+    def pick(self, name: str) -> str:
+        for fixed, alternative in self.picks:
+            if fixed == name:
+                return alternative
+        return default(name)
+
+
+def parse_picks(text: str, voters: tuple[int, ...] | None = None) -> Picks:
+    """'FETCH-REQ-5=leadership-first,OBS-2=one-voter:2' as picks; ValueError naming what is wrong."""
+    picks = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, alternative = item.partition("=")
+        if name not in CHOICE_POINTS:
+            raise ValueError(f"unknown choice point {name!r}; known: {', '.join(CHOICE_POINTS)}")
+        allowed = CHOICE_POINTS[name].alternatives
+        family = alternative.split(":", 1)[0] if alternative.startswith(f"{ONE_VOTER}:") else alternative
+        if family not in allowed or (family == ONE_VOTER and not alternative[len(ONE_VOTER) + 1 :].isdigit()):
+            shown = ", ".join(f"{a}:N" if a == ONE_VOTER else a for a in allowed)
+            raise ValueError(f"{name} has no alternative {alternative!r}; it has {shown}")
+        picks[name] = alternative
+    return tuple(sorted(picks.items()))
+
+
+class _Trail:
+    """Choices that note every point a step consults (used only to enumerate a step's outcomes)."""
+
+    def __init__(self, picks: dict[str, str]) -> None:
+        self.picks = picks
+        self.consulted: list[str] = []
+
+    def pick(self, name: str) -> str:
+        self.consulted.append(name)
+        return self.picks.get(name) or default(name)
+
+
+class RandomChoices:
+    """Choices drawn at random, once per point: a seeded implementation that resolves each
+    choice point its own way, for precision tests."""
+
+    def __init__(self, seed: int, voters: tuple[int, ...], node_id: int) -> None:
+        self.random = random.Random(seed)
+        self.voters = voters
+        self.node_id = node_id
+        self.drawn: dict[str, str] = {}
+
+    def pick(self, name: str) -> str:
+        if name not in self.drawn:
+            self.drawn[name] = self.random.choice(alternatives(name, self.voters, self.node_id))
+        return self.drawn[name]
+
+
+class Outcome(NamedTuple):
+    picks: Picks  # the alternatives taken at the points the step consulted
+    transition: Any  # the step's Transition
+    consulted: tuple[str, ...]  # the points it consulted, in order
+
+
+def allowed_transitions(step: Callable[[Any, Any, Any], Any], config: Any, state: Any, event: Any) -> list[Outcome]:
+    """Every outcome the specification allows for one step: the default first, then each
+    combination of alternatives at the points the step consults (a point consulted only under
+    some alternative is branched too). A configuration without choices has one outcome."""
+    if not hasattr(config, "choices"):
+        return [Outcome((), step(config, state, event), ())]
+    base = dict(config.choices.picks)
+    outcomes: list[Outcome] = []
+    seen: set[Picks] = set()
+    pending: list[dict[str, str]] = [{}]
+    while pending:
+        fixed = pending.pop(0)
+        key = tuple(sorted(fixed.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        trail = _Trail(base | fixed)
+        transition = step(msgspec.structs.replace(config, choices=trail), state, event)
+        consulted = tuple(dict.fromkeys(trail.consulted))
+        taken = tuple(sorted((name, trail.picks.get(name) or default(name)) for name in consulted))
+        outcomes.append(Outcome(taken, transition, consulted))
+        for name in consulted:
+            if name not in fixed and name not in base:
+                pending += [fixed | {name: a} for a in alternatives(name, config.voters, config.node_id)[1:]]
+    return outcomes
+
+
+def each_single_alternative(voters: tuple[int, ...] = (1, 2, 3), node_id: int = 1) -> Iterator[Picks]:
+    """Every non-default alternative of every point, one at a time (the others at their default)."""
+    for name in CHOICE_POINTS:
+        for alternative in alternatives(name, voters, node_id)[1:]:
+            yield ((name, alternative),)
