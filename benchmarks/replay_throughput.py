@@ -32,6 +32,10 @@ class Timed:
     def start(self, header):
         self.adapter.start(header)
 
+    @property
+    def lacks(self) -> frozenset[str]:
+        return self.adapter.lacks
+
     def step(self, event):
         start = time.perf_counter()
         try:

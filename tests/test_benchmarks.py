@@ -32,3 +32,13 @@ def test_the_plot_can_be_svg(tmp_path):
     root = ElementTree.parse(tmp_path / "check-smoke-throughput.svg").getroot()
     legend = "".join(root.itertext())
     assert root.tag.endswith("svg") and "in-process, 1 worker" in legend
+
+
+def test_the_replay_benchmark_replays_the_whole_corpus_in_process_and_a_sample_through_subprocess():
+    command = [sys.executable, str(ROOT / "benchmarks" / "replay_throughput.py"), "--sample", "100", "--repeat", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    corpus = sorted((ROOT / "traces").glob("*.jsonl"))
+    rows = {line.split("  ")[0]: line.split() for line in result.stdout.splitlines()[2:]}
+    assert int(rows["reference, in-process"][2]) == len(corpus)
+    assert int(rows["example node via subprocess:"][4]) == len(corpus[::100])
