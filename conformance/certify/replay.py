@@ -359,6 +359,6 @@ def failure_text(result: TraceResult) -> str:
     if result.failure:
         return result.failure
     if result.divergence is None:
-        return f"not applicable: needs {', '.join(result.lacks)}, which the adapter declares it lacks" if result.lacks else result.verdict
+        return result.verdict  # conforms, or not applicable (reports say what it needs)
     d = result.divergence
     return f"step {d.step} ({d.input}): {d.field}: expected {d.expected}, got {d.actual} [rules {' '.join(d.rules) or '-'}]"
