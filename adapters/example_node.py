@@ -75,6 +75,10 @@ class Node:
 
     def __init__(self, lacks: tuple[str, ...] = ()) -> None:
         self.lacks = lacks  # optional capabilities declared lacking at start (--lacks)
+        self.reset()
+
+    def reset(self) -> None:
+        """Everything a trace set, forgotten: the process is as new for the next trace (protocol 2)."""
         self.system: str | None = None  # "kraft" or "isr", from start
         self.config = None  # a model.config.NodeConfig or a model.isr.config.ReplicaConfig
         self.state: NodeState | ReplicaState | None = None
@@ -96,6 +100,9 @@ class Node:
         if command == "stop":
             self.stopped = True
             return {"ok": True}
+        if command == "reset":  # protocol 2: the next command is a start
+            self.reset()
+            return {"ok": True}
         if self.state is None:
             raise CommandError(f"{command!r} before start")
         if command in INPUTS[self.system]:
@@ -115,7 +122,7 @@ class Node:
             self.state = kraft.initial_state(self.config)
         else:
             self.state = NodeState(role=Role.DOWN, epoch=initial.epoch, leader_id=initial.leader_id, voted_id=initial.voted_id, log=initial.log)
-        return {"ok": True, "lacks": list(self.lacks)} if self.lacks else {"ok": True}
+        return self.started()
 
     def start_isr(self, command: IsrStart) -> dict:
         """A replica of a new partition for an empty persisted state; otherwise a down one, holding it until "startup"."""
@@ -127,7 +134,12 @@ class Node:
             self.state = replica.initial_state(self.config)
         else:
             self.state = ReplicaState(role=IsrRole.DOWN, log=initial.log, high_watermark=initial.high_watermark)
-        return {"ok": True}
+        return self.started()
+
+    def started(self) -> dict:
+        """The reply to start: protocol 2 (this process serves trace after trace, `reset` between
+        them) and the capabilities declared lacking, if any."""
+        return {"ok": True, "protocol": 2, "lacks": list(self.lacks)} if self.lacks else {"ok": True, "protocol": 2}
 
     def deliver(self, event: Event | IsrEvent) -> dict:
         """Step the node; its requests wait for "drain", timers and commit notices are not reported."""

@@ -3,10 +3,15 @@
 import math
 from collections.abc import Callable
 
+from typing import TYPE_CHECKING
+
 from adapters.contract import Adapter
 from adapters.model_adapter import ModelAdapter
 from model.choices import parse_picks
 from spec.trace import CAPABILITIES
+
+if TYPE_CHECKING:
+    from adapters.subprocess_adapter import SessionPool
 
 DEFAULT_STEP_TIMEOUT = 10.0
 MAX_STEP_TIMEOUT = 3600.0
@@ -20,26 +25,49 @@ class UnknownAdapter(AdapterOptionError):
     """An adapter name kraftcheck does not know; the message lists the known forms."""
 
 
-def adapter_factory(spec: str, step_timeout: float = DEFAULT_STEP_TIMEOUT) -> Callable[[], Adapter]:
-    """A function making a fresh adapter per trace, for an adapter name as the command line takes it."""
+class AdapterFactory:
+    """Makes a fresh adapter per trace (call it); `close` releases what the adapters of a run
+    share: a subprocess adapter's idle processes. Use it as a context manager."""
+
+    def __init__(self, make: Callable[[], Adapter], pool: "SessionPool | None" = None) -> None:
+        self.make = make
+        self.pool = pool
+
+    def __call__(self) -> Adapter:
+        return self.make()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+    def __enter__(self) -> "AdapterFactory":
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.close()
+
+
+def adapter_factory(spec: str, step_timeout: float = DEFAULT_STEP_TIMEOUT) -> AdapterFactory:
+    """The factory of fresh adapters per trace, for an adapter name as the command line takes it."""
     if not (math.isfinite(step_timeout) and 0 < step_timeout <= MAX_STEP_TIMEOUT):
         raise AdapterOptionError(f"the step timeout must be a number of seconds above 0 and at most {MAX_STEP_TIMEOUT:g}, not {step_timeout}")
     if spec == "reference":
-        return lambda: ModelAdapter("reference")
+        return AdapterFactory(lambda: ModelAdapter("reference"))
     kind, _, argument = spec.partition(":")
     if kind == "reference" and argument:
         options = reference_options(argument)
-        return lambda: ModelAdapter(spec, **options)
+        return AdapterFactory(lambda: ModelAdapter(spec, **options))
     if kind == "mutant" and argument:
         from adapters.mutants import MUTANTS, mutant_adapter
 
         if argument not in MUTANTS:
             raise UnknownAdapter(f"unknown mutant {argument!r}; `kraftcheck mutants` lists them: {', '.join(MUTANTS)}")
-        return lambda: mutant_adapter(argument)
+        return AdapterFactory(lambda: mutant_adapter(argument))
     if kind == "subprocess" and argument.strip():
-        from adapters.subprocess_adapter import SubprocessAdapter
+        from adapters.subprocess_adapter import SessionPool, SubprocessAdapter
 
-        return lambda: SubprocessAdapter(argument, step_timeout=step_timeout)
+        pool = SessionPool()
+        return AdapterFactory(lambda: SubprocessAdapter(argument, step_timeout=step_timeout, pool=pool), pool)
     raise UnknownAdapter(f"unknown adapter {spec!r}; use reference, reference:OPTIONS, mutant:NAME (see `kraftcheck mutants`) or subprocess:COMMAND")
 
 

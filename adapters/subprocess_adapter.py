@@ -1,6 +1,8 @@
 """The `subprocess:COMMAND` adapter: a node in any language, driven over JSON lines on stdin/stdout.
 
-spec/subprocess-protocol.md is the protocol. One process per trace keeps traces independent.
+spec/subprocess-protocol.md is the protocol. A process serves one trace, or (protocol 2,
+which the implementation declares in its reply to `start`) one trace after another with a
+`reset` between them, kept idle in a SessionPool; after any failure a process is never reused.
 Replies are decoded into typed Structs, and messages are checked to carry exactly their
 schema's fields, so an implementation that omits or misspells a field is told so instead of
 being compared against a default. The trace's system decides the session's schemas: an ISR
@@ -17,6 +19,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import typing
 
@@ -35,11 +38,20 @@ STDERR_TAIL_LINES = 10
 _STDERR_TAIL_BYTES = 4096
 
 
+PROTOCOL = 2  # the newest protocol version kraftcheck speaks: 2 adds `reset`, one process for many traces
+
+
 class _Reply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The reply to start: optionally the optional capabilities the node lacks (spec.trace.CAPABILITIES)."""
+    """The reply to start: optionally the optional capabilities the node lacks
+    (spec.trace.CAPABILITIES) and the protocol version the implementation speaks."""
 
     ok: bool
     lacks: tuple[str, ...] = ()
+    protocol: int = 1
+
+
+class _ResetReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    ok: bool
 
 
 class _InputReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -128,23 +140,119 @@ def _kill(process: subprocess.Popen) -> None:
         process.wait()
 
 
-class SubprocessAdapter:
-    """One node of an implementation run as a process per trace, speaking spec/subprocess-protocol.md."""
+class _Idle(typing.NamedTuple):
+    """A running process between traces: it answered `reset`."""
 
-    def __init__(self, command: str, step_timeout: float = 10.0) -> None:
+    process: subprocess.Popen
+    tree: ProcessTree
+    stderr: typing.IO[bytes]
+
+
+def _stop(process: subprocess.Popen, tree: ProcessTree, stderr: typing.IO[bytes]) -> None:
+    """Ask the process to stop, give it a moment, then kill it; reap it either way. Then kill
+    whatever it left behind, daemons included."""
+    if process.returncode is None:
+        try:
+            os.write(process.stdin.fileno(), b'{"command":"stop"}\n')
+        except OSError:
+            pass  # gone already, or not reading: the kill below ends it
+        try:
+            process.stdin.close()
+            process.wait(timeout=STOP_GRACE_SECONDS)
+        except (OSError, subprocess.TimeoutExpired):
+            _kill(process)
+    tree.kill()
+    process.stdout.close()
+    stderr.close()
+
+
+class SessionPool:
+    """The processes of one command's adapters in a run, shared from any thread: the idle ones,
+    each ready for its next trace (protocol 2), and the busy ones. `close` stops the idle ones
+    and kills the busy ones (a run interrupted while traces replay in other threads), so that a
+    thread waiting on a reply wakes up and no process outlives the run."""
+
+    def __init__(self) -> None:
+        self._idle: list[_Idle] = []
+        self._busy: dict[subprocess.Popen, ProcessTree] = {}
+        self._closed = False  # after close, a process given back is stopped and one set busy is killed
+        self._lock = threading.Lock()
+
+    def take(self) -> _Idle | None:
+        with self._lock:
+            return self._idle.pop() if self._idle else None
+
+    def give(self, idle: _Idle) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.append(idle)
+                return
+        _stop(*idle)
+
+    def busy(self, process: subprocess.Popen, tree: ProcessTree, running: bool) -> None:
+        with self._lock:
+            if running:
+                self._busy[process] = tree
+            else:
+                self._busy.pop(process, None)
+            late = running and self._closed
+        if late:
+            _kill(process)
+            tree.kill()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            busy, self._busy = self._busy, {}
+        for process, tree in busy.items():  # its whole tree: a daemon holding its stdout would keep a reader waiting
+            _kill(process)
+            tree.kill()
+        for waiting in idle:
+            _stop(*waiting)
+
+
+class SubprocessAdapter:
+    """One node of an implementation run as a process, speaking spec/subprocess-protocol.md: a
+    process per trace, or from `pool` when the implementation speaks protocol 2."""
+
+    def __init__(self, command: str, step_timeout: float = 10.0, pool: SessionPool | None = None) -> None:
         self.name = f"subprocess:{command}"
         self.command = command
         self.step_timeout = step_timeout
+        self.pool = pool
         self.process: subprocess.Popen | None = None
         self._tree: ProcessTree | None = None  # the process and everything it starts
         self._stderr: typing.IO[bytes] | None = None
+        self._stderr_from = 0  # where this trace's part of the process's stderr begins
         self._buffer = bytearray()
         self._isr = False  # whether the node under test is an ISR replica (else a KRaft node)
+        self._reusable = False  # the process speaks protocol 2 and nothing has gone wrong in this trace
         self.lacks: frozenset[str] = frozenset()
 
     def start(self, header: Header) -> None:
-        """A new process for every trace, so that traces stay independent."""
+        """An idle process from the pool, if there is one, else a new process."""
         self.close()
+        idle = self.pool.take() if self.pool else None
+        if idle is None:
+            self._spawn()
+        else:
+            self.process, self._tree, self._stderr = idle
+            self._stderr_from = os.fstat(self._stderr.fileno()).st_size
+        if self.pool:
+            self.pool.busy(self.process, self._tree, True)
+        self._buffer.clear()
+        self._isr = header.system == "isr"
+        started = self._call("start", _command_line("start", _start_fields(header)), _Reply)
+        unknown = sorted(set(started.lacks) - set(CAPABILITIES))
+        if unknown:
+            raise AdapterError(f"start: the reply declares unknown capabilities lacking: {', '.join(unknown)} (optional ones are {', '.join(CAPABILITIES)})")
+        if started.protocol < 1:
+            raise AdapterError(f"start: the reply names protocol {started.protocol}; versions are 1 and {PROTOCOL}")
+        self.lacks = frozenset(started.lacks)
+        self._reusable = started.protocol >= 2 and self.pool is not None
+
+    def _spawn(self) -> None:
         try:
             argv = shlex.split(self.command)
         except ValueError as error:
@@ -163,13 +271,7 @@ class SubprocessAdapter:
             self._stderr.close()
             raise AdapterError(f"cannot start {self.command!r}: {error.strerror or error}: {argv[0]}") from None
         os.set_blocking(self.process.stdin.fileno(), False)
-        self._buffer.clear()
-        self._isr = header.system == "isr"
-        started = self._call("start", _command_line("start", _start_fields(header)), _Reply)
-        unknown = sorted(set(started.lacks) - set(CAPABILITIES))
-        if unknown:
-            raise AdapterError(f"start: the reply declares unknown capabilities lacking: {', '.join(unknown)} (optional ones are {', '.join(CAPABILITIES)})")
-        self.lacks = frozenset(started.lacks)
+        self._stderr_from = 0
 
     def step(self, event: Input) -> Outputs:
         fields = msgspec.to_builtins(event)
@@ -183,37 +285,42 @@ class SubprocessAdapter:
         return self._call("observe", b'{"command":"observe"}\n', _ObserveReply).state
 
     def close(self) -> None:
-        """Ask the process to stop, give it a moment, then kill it; reap it either way. Then kill
-        whatever it left behind, daemons included: no process outlives its trace."""
+        """End the trace: a process that speaks protocol 2 and did nothing wrong is reset and goes
+        back to the pool; any other is stopped, with whatever it started. No process outlives
+        its trace unless it is idle in the pool, which its owner closes."""
         process, self.process = self.process, None
         if process is None:
             return
-        if process.returncode is None:
+        if self.pool:
+            self.pool.busy(process, self._tree, False)
+        if self._reusable and process.returncode is None:
+            self.process = process
             try:
-                os.write(process.stdin.fileno(), b'{"command":"stop"}\n')
-            except OSError:
-                pass  # gone already, or not reading: the kill below ends it
-            try:
-                process.stdin.close()
-                process.wait(timeout=STOP_GRACE_SECONDS)
-            except (OSError, subprocess.TimeoutExpired):
-                _kill(process)
-        self._tree.kill()
-        process.stdout.close()
-        self._stderr.close()
+                self._call("reset", b'{"command":"reset"}\n', _ResetReply)
+            except AdapterError:
+                pass  # _call stopped trusting it; stopped below
+            self.process = None
+            if self._reusable:
+                self.pool.give(_Idle(process, self._tree, self._stderr))
+                return
+        _stop(process, self._tree, self._stderr)
 
     def _call(self, command: str, line: bytes, reply_type: type) -> msgspec.Struct:
         """Send one command and read its reply, strictly in order."""
         if self.process is None:
             raise AdapterError(f"{command!r} without a running process: start() first")
         deadline = time.monotonic() + self.step_timeout
-        self._write(command, line, deadline)
-        reply = self._read_line(command, deadline)
         try:
-            return self._decode(command, reply, reply_type)
-        except _Invalid as error:
-            quoted = reply[:QUOTE_CHARS].decode(errors="replace")
-            raise AdapterError(f"invalid reply to {command!r}: {error}; the reply was: {quoted!r}{self._stderr_tail()}") from None
+            self._write(command, line, deadline)
+            reply = self._read_line(command, deadline)
+            try:
+                return self._decode(command, reply, reply_type)
+            except _Invalid as error:
+                quoted = reply[:QUOTE_CHARS].decode(errors="replace")
+                raise AdapterError(f"invalid reply to {command!r}: {error}; the reply was: {quoted!r}{self._stderr_tail()}") from None
+        except BaseException:
+            self._reusable = False  # whatever state it is in now, it serves no other trace
+            raise
 
     def _decode(self, command: str, line: bytes, reply_type: type) -> msgspec.Struct:
         """The one boundary where the implementation's bytes become values: whatever goes wrong in
@@ -301,7 +408,8 @@ class SubprocessAdapter:
         """The last lines the process wrote to stderr, read without moving the file offset it shares."""
         fd = self._stderr.fileno()
         size = os.fstat(fd).st_size
-        data = os.pread(fd, min(size, _STDERR_TAIL_BYTES), max(0, size - _STDERR_TAIL_BYTES))
+        start = max(self._stderr_from, size - _STDERR_TAIL_BYTES)
+        data = os.pread(fd, size - start, start)
         lines = data.decode(errors="replace").splitlines()[-STDERR_TAIL_LINES:]
         if not lines:
             return "; its stderr is empty"

@@ -1,7 +1,8 @@
 """Benchmark: replay throughput (steps/s) of the shipped corpus, in-process and through `subprocess:`.
 
 For the reference adapter in-process, and for the example implementation run as a separate
-process (one process per trace, as `subprocess:` does), prints traces, steps, wall seconds and
+process (a process per trace, and one process serving every trace with a `reset` between them,
+protocol 2), prints traces, steps, wall seconds and
 steps per second, and the steps per second counting only the time spent in the adapter's
 step and observe calls (for `subprocess:`, the protocol round trips without process start-up).
 
@@ -9,6 +10,7 @@ step and observe calls (for `subprocess:`, the protocol round trips without proc
 """
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -54,17 +56,19 @@ class Timed:
         self.adapter.close()
 
 
-def run(spec: str, corpus: list, repeat: int) -> tuple[int, float, float]:
-    """Steps replayed, the best wall time and the best in-adapter time over `repeat` runs; every trace must pass."""
-    make = adapter_factory(spec)
+def run(spec: str, corpus: list, repeat: int, sessions: bool = True) -> tuple[int, float, float]:
+    """Steps replayed, the best wall time and the best in-adapter time over `repeat` runs; every
+    trace must pass. Without `sessions`, every trace gets a factory (and so a process) of its own."""
     best, best_inside = float("inf"), float("inf")
     for _ in range(repeat):
         clock = [0.0]
         start = time.perf_counter()
-        for path, trace in corpus:
-            result = replay(Timed(make(), clock), trace, str(path))
-            if not result.passed:
-                raise SystemExit(f"{spec} failed {path}: {result.failure or result.divergence}")
+        with adapter_factory(spec) as shared:
+            for path, trace in corpus:
+                with (contextlib.nullcontext(shared) if sessions else adapter_factory(spec)) as make:
+                    result = replay(Timed(make(), clock), trace, str(path))
+                if not result.passed:
+                    raise SystemExit(f"{spec} failed {path}: {result.failure or result.divergence}")
         best = min(best, time.perf_counter() - start)
         best_inside = min(best_inside, clock[0])
     return sum(len(t.steps) for _, t in corpus), best, best_inside
@@ -78,8 +82,13 @@ def main() -> None:
     args = parser.parse_args()
     corpus = [(p, traces.read(p)) for p in trace_files(Path(args.corpus))]
     rows = []
-    for label, spec, chosen, repeat in (("reference, in-process", "reference", corpus, args.repeat), ("example node via subprocess:", EXAMPLE, corpus[:: args.sample], 1)):
-        steps, seconds, inside = run(spec, chosen, repeat)
+    runs = (
+        ("reference, in-process", "reference", corpus, args.repeat, True),
+        ("example node via subprocess:, a process per trace", EXAMPLE, corpus[:: args.sample], 1, False),
+        ("example node via subprocess:, one process, reset between traces", EXAMPLE, corpus[:: args.sample], 1, True),
+    )
+    for label, spec, chosen, repeat, sessions in runs:
+        steps, seconds, inside = run(spec, chosen, repeat, sessions)
         rows.append((label, len(chosen), steps, f"{seconds:.2f}", f"{steps / seconds:,.0f}", f"{steps / inside:,.0f}"))
     print(tabulate(rows, headers=("adapter", "traces", "steps", "wall s", "steps/s", "steps/s in the adapter"), tablefmt="simple"))
 

@@ -150,6 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cert.add_argument("--step-timeout", type=float, default=10.0, help="seconds a subprocess adapter may take per reply (default 10, at most 3600)")
     cert.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="traces replayed at once, each through an adapter (a process) of its own, 1 to 64 (default: one per core); the reports are the same for any N",
+    )
+    cert.add_argument(
         "--shorten-budget",
         type=int,
         default=DEFAULT_SHORTEN_BUDGET,

@@ -41,4 +41,5 @@ def test_the_replay_benchmark_replays_the_whole_corpus_in_process_and_a_sample_t
     corpus = sorted((ROOT / "traces").glob("*.jsonl"))
     rows = {line.split("  ")[0]: line.split() for line in result.stdout.splitlines()[2:]}
     assert int(rows["reference, in-process"][2]) == len(corpus)
-    assert int(rows["example node via subprocess:"][4]) == len(corpus[::100])
+    assert int(rows["example node via subprocess:, a process per trace"][-5]) == len(corpus[::100])
+    assert int(rows["example node via subprocess:, one process, reset between traces"][-5]) == len(corpus[::100])

@@ -7,6 +7,7 @@ under the output directory, with a shortened reproducing trace for every diverge
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from adapters.contract import Adapter
@@ -20,6 +21,9 @@ from spec import trace as traces
 from spec.trace import Trace
 
 
+MAX_JOBS = 64  # adapters replaying at once, at most
+
+
 def certify(
     adapter_name: str,
     make_adapter: Callable[[], Adapter],
@@ -29,12 +33,15 @@ def certify(
     systems: tuple[str, ...] | None = None,
     verify: bool = True,
     shorten_budget: int = DEFAULT_BUDGET,
+    jobs: int = 1,
 ) -> Certification:
     """Replay every trace of the corpus (of the given systems only, if any), shorten each
     divergence within the budget of candidate replays, publish the reports.
 
     Everything that can be checked before the work is: the output directory, and the corpus
     against its manifest (unless `verify` is off). `progress(stage, done, total, failed)`.
+    `jobs` traces are replayed at once, each through an adapter of its own; the results, and so
+    the reports, are in corpus order whatever `jobs` is.
     """
     start = time.perf_counter()
     check_report_directory(out)
@@ -45,12 +52,17 @@ def certify(
         raise traces.TraceError(f"{corpus}: no traces of the system(s) {', '.join(systems or ())}")
     results = []
     failed = 0
-    for number, path in enumerate(files, start=1):
-        result = replay_file(make_adapter, path, verify)
-        results.append(result)
-        failed += result.verdict in (DEPARTS, ERROR)
-        if progress:
-            progress("traces", number, len(files), failed)
+    replaying = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        for number, result in enumerate(replaying.map(lambda path: replay_file(make_adapter, path, verify), files), start=1):
+            results.append(result)
+            failed += result.verdict in (DEPARTS, ERROR)
+            if progress:
+                progress("traces", number, len(files), failed)
+    finally:
+        # Not waiting: when interrupted, the threads still replaying wake up as the adapter
+        # factory's owner kills their processes.
+        replaying.shutdown(wait=False, cancel_futures=True)
     read = []
     shortened: dict[str, str] = {}  # divergent trace -> where its shortened reproduction is published
     reproductions: dict[str, Trace] = {}  # published path -> the shortened trace

@@ -56,8 +56,8 @@ def run_precision(corpus: list[tuple[Path, Trace]], adapters: list[str], progres
     rows = []
     precise = {str(path) for path, _ in corpus}
     for number, name in enumerate(adapters, start=1):
-        make = adapter_factory(name)
-        results: list[TraceResult] = [replay(make(), trace, str(path)) for path, trace in corpus]
+        with adapter_factory(name) as make:
+            results: list[TraceResult] = [replay(make(), trace, str(path)) for path, trace in corpus]
         counted = Counter(r.verdict for r in results)
         failing = next((r for r in results if r.verdict != CONFORMS), None)
         why = "" if failing is None else f"{Path(failing.trace).name}: {failing.failure or failing.divergence.field}"

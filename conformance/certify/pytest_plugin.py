@@ -71,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except TraceError as error:
         raise pytest.UsageError(f"kraftcheck: {error}; --kraftcheck-corpus=DIR names the corpus") from None
     config.stash[_RUN] = _Run(make_adapter, corpus, files)
+    config.add_cleanup(make_adapter.close)  # idle implementation processes end with the session
 
 
 @pytest.hookimpl(tryfirst=True)
