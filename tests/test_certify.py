@@ -190,3 +190,20 @@ def test_traces_generate_writes_an_isr_corpus(tmp_path):
     assert written and all(t.header.partition == traces.TracePartition(replicas=(1, 2), min_isr=1, truncation="epoch") for t in written)
     code, text, _ = run_cli("traces", "show", str(trace_files(out)[0]))
     assert code == 0 and "of ISR partition [1, 2], min.isr 1, truncation epoch" in text
+
+
+def test_a_trace_starting_from_persisted_state_shortens_from_that_state():
+    """A node that comes back from its quorum-state file: the shortened trace keeps the file it started from."""
+    from conformance.certify.shorten import shorten
+    from conformance.corpus.reference import build_trace
+    from model.events import Restart, Timer, TimerKind
+    from spec.trace import Persisted, TraceCluster
+
+    initial = Persisted(epoch=3, leader_id=1, voted_id=1)
+    inputs = [Restart(), Timer(kind=TimerKind.ELECTION_TIMEOUT), Timer(kind=TimerKind.REQUEST_TIMEOUT)]
+    trace = build_trace("restarted-leader", TraceCluster(voters=(1, 2, 3)), 1, inputs, "test", initial=initial)
+    assert trace.header.initial == initial and trace.steps[0].state.role == "resigned"
+    result = replay(mutant_adapter("restart-resumes-leadership"), trace, "restarted-leader")
+    assert (result.verdict, result.divergence.step) == ("departs", 1)
+    shortened, _ = shorten(lambda: mutant_adapter("restart-resumes-leadership"), trace, result.divergence.step)
+    assert shortened.header.initial == initial and [s.input for s in shortened.steps] == [Restart()]

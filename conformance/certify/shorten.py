@@ -28,7 +28,7 @@ def shorten(make_adapter: Callable[[], Adapter], original: Trace, divergent_step
     tried = 0
 
     def fails_at_end(candidate: list) -> bool:
-        built = build_trace(header.name, header.setting, header.node, candidate, header.origin)
+        built = build_trace(header.name, header.setting, header.node, candidate, header.origin, initial=header.initial)
         if not answers_own_requests(built):
             return False
         result = replay(make_adapter(), built, header.name)
@@ -42,7 +42,8 @@ def shorten(make_adapter: Callable[[], Adapter], original: Trace, divergent_step
             inputs = candidate
         index -= 1
     name = f"{header.name}-shortened"
-    return build_trace(name, header.setting, header.node, inputs, f"shortened from {header.name}: the adapter departs at the last step"), tried
+    origin = f"shortened from {header.name}: the adapter departs at the last step"
+    return build_trace(name, header.setting, header.node, inputs, origin, initial=header.initial), tried
 
 
 def answers_own_requests(built: Trace) -> bool:
