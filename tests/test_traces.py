@@ -236,3 +236,19 @@ def test_a_missing_alter_isr_is_a_divergence():
 
     result = replay(ModelAdapter("silent", {"isr": silent}), trace, "shrink")
     assert (result.passed, result.divergence.step, result.divergence.field) == (False, 1, "alter_isr")
+
+
+def test_a_trace_that_hides_an_allowed_outcome_is_refused(tmp_path):
+    """A step's `allowed` is the specification's, as `expect` is: a trace leaving one out (or adding one) is invalid."""
+    from conformance.certify.replay import replay_file, trace_files
+    from conformance.corpus.generate import DEFAULT_CORPUS
+
+    path = next(p for p in sorted(Path(DEFAULT_CORPUS).glob("*.jsonl")) if '"allowed"' in p.read_text())
+    trace = traces.read(path)
+    index = next(i for i, step in enumerate(trace.steps) if step.allowed)
+    hidden = msgspec.structs.replace(trace.steps[index], allowed=())
+    edited = tmp_path / "edited.jsonl"
+    traces.write(edited, msgspec.structs.replace(trace, steps=trace.steps[:index] + (hidden,) + trace.steps[index + 1 :]))
+    result = replay_file(lambda: ModelAdapter("reference"), edited)
+    assert result.verdict == "error"
+    assert result.failure.startswith(f"invalid trace: step {index + 1}: the other allowed outcomes are recorded as none, the specification's model allows ")

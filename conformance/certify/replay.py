@@ -28,7 +28,7 @@ from model.events import Response
 from spec import errors
 from spec.attribution import attributed_rules
 from spec import trace as traces
-from spec.trace import Input, Observed, Outputs, Trace
+from spec.trace import Input, Observed, Outputs, Step, Trace
 
 JSON_LIMIT = 20_000  # characters of each side's JSON a divergence keeps (an implementation may send anything)
 MAX_FOLLOWED = 64  # model states followed at once where several allowed outcomes match what the node did
@@ -200,6 +200,10 @@ class ResponseBinder:
         return event
 
 
+def _alternatives_text(step: Step) -> str:
+    return "; ".join(",".join(f"{name}={pick}" for name, pick in alternative.choices.items()) for alternative in step.allowed) or "none"
+
+
 def check_follows_model(trace: Trace) -> None:
     """A trace's expectations must be the model's along its own inputs (every choice point at its
     default), or replay would judge against something else; TraceError names the step."""
@@ -214,6 +218,11 @@ def check_follows_model(trace: Trace) -> None:
             raise traces.TraceError(f"step {recorded.step}: {found.field} is recorded as {found.actual}, the specification's model gives {found.expected}")
         if recorded.rules != model_step.rules:
             raise traces.TraceError(f"step {recorded.step}: the rules are recorded as {' '.join(recorded.rules)}, the specification's model cites {' '.join(model_step.rules)}")
+        if recorded.allowed != model_step.allowed:
+            raise traces.TraceError(
+                f"step {recorded.step}: the other allowed outcomes are recorded as {_alternatives_text(recorded)}, "
+                f"the specification's model allows {_alternatives_text(model_step)} (compared with their outputs and states)"
+            )
 
 
 def _readings(outcomes: list, matching: list) -> list[str]:

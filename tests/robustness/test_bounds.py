@@ -61,6 +61,11 @@ SYMMETRY_LIMIT = "symmetry reduction supports at most 6 nodes (voters and observ
         (["simulate", "--show", "0"], "--show must be at least 1, got 0"),  # history[-0:] would show the whole run
         (["simulate", "--voters", "17"], "--voters must be at most 16, got 17"),
         (["simulate", "--observers", "17"], "--observers must be at most 16, got 17"),
+        # certify and choices: no adapter at all would replay nothing and pass
+        (["certify", "--adapter", "reference", "--jobs", "0"], "--jobs must be between 1 and 64, got 0"),
+        (["certify", "--adapter", "reference", "--jobs", "65"], "--jobs must be between 1 and 64, got 65"),
+        (["choices", "--run", "--random", "-1"], "--random must be between 0 and 1000, got -1"),
+        (["choices", "--run", "--combinations", "1001"], "--combinations must be between 0 and 1000, got 1001"),
     ],
 )
 def test_a_bound_out_of_range_exits_2_naming_the_option_and_its_limit(capsys, argv, message):
