@@ -133,9 +133,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="replay the corpus through an adapter and report conformance rule by rule",
         description="Replay every trace of the corpus through an adapter; write Markdown, JSON, JUnit and HTML reports with a verdict "
         "per rule and a shortened reproducing trace per divergence (report.html: the verdicts with each rule's sentence, a coverage "
-        "heat map, each divergence as a sequence diagram; self-contained, open it from disk). Exit 0 only if every trace conforms.",
+        "heat map, each divergence as a sequence diagram; self-contained, open it from disk). Each step is judged against every outcome the "
+        "specification allows there, following the implementation's choices (listed as its readings, see `kraftcheck choices`). A trace "
+        "conforms, departs, is not applicable (it needs a capability the implementation declares it lacks) or errs (the adapter failed). "
+        "Exit 0 when nothing departs and nothing errs.",
     )
-    cert.add_argument("--adapter", required=True, help="reference, mutant:NAME (see `kraftcheck mutants`) or subprocess:COMMAND")
+    cert.add_argument(
+        "--adapter",
+        required=True,
+        help="reference; reference:OPTIONS, comma-separated CHOICE=ALTERNATIVE (see `kraftcheck choices`), random=SEED, "
+        "lacks=CAPABILITY[+CAPABILITY]; mutant:NAME (see `kraftcheck mutants`); or subprocess:COMMAND",
+    )
     cert.add_argument("--corpus", help="a corpus directory or one trace file (default: the shipped traces/)")
     cert.add_argument(
         "--out",
