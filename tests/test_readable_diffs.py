@@ -60,3 +60,17 @@ def test_reports_show_the_json_of_both_sides(tmp_path):
 def test_a_passing_replay_has_no_divergence():
     path = sorted(DEFAULT_CORPUS.glob("*.jsonl"))[0]
     assert replay(ModelAdapter("reference"), traces.read(path), str(path)).divergence is None
+
+
+def test_leader_change_voters_are_compared_as_a_set():
+    """VOTE-RESP-3: VotedIds have no order; a node listing them otherwise than the model conforms,
+    one listing other voters departs."""
+    from model.messages import FetchResponse, LeaderChangeMessage, Record
+
+    def answer(voted: tuple[int, ...]) -> Outputs:
+        record = Record(Offset=0, Epoch=1, Value=LeaderChangeMessage(LeaderId=1, VotedIds=voted))
+        return Outputs(response=FetchResponse(HighWatermark=1, Records=(record,)))
+
+    assert compare(answer((1, 2)), None, answer((2, 1)), None) is None
+    found = compare(answer((1, 2)), None, answer((1, 3)), None)
+    assert found.field == "response.Records[0].Value.VotedIds[1]" and (found.expected, found.actual) == ("2", "3")

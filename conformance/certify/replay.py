@@ -116,9 +116,22 @@ def _json(value: object) -> str:
     return msgspec.json.format(msgspec.json.encode(msgspec.to_builtins(value)), indent=2).decode()
 
 
+def as_compared(value: object) -> object:
+    """A builtin-converted value as replay compares it: a LeaderChange record's VotedIds are a set
+    (VOTE-RESP-3: the KIP gives them no order), so they are compared sorted."""
+    if isinstance(value, dict):
+        converted = {key: as_compared(item) for key, item in value.items()}
+        if converted.get("type") == "LeaderChangeMessage" and isinstance(converted.get("VotedIds"), list):
+            converted["VotedIds"] = sorted(converted["VotedIds"], key=repr)
+        return converted
+    if isinstance(value, list | tuple):
+        return [as_compared(item) for item in value]
+    return value
+
+
 def _part(path: str, expected: object, actual: object) -> Difference | None:
     """The difference between one part of the outputs (a response, a result, a state), if any."""
-    found = differences(path, msgspec.to_builtins(expected), msgspec.to_builtins(actual))
+    found = differences(path, as_compared(msgspec.to_builtins(expected)), as_compared(msgspec.to_builtins(actual)))
     if not found:
         return None
     field, want, got = found[0]
