@@ -1,6 +1,7 @@
-"""Adapters by name: `reference`, `reference:OPTIONS`, `mutant:NAME`, `subprocess:COMMAND`."""
+"""Adapters by name: `reference`, `reference:OPTIONS`, `mutant:NAME`, `subprocess:COMMAND`, `kafka`, `kafka:VERSION`."""
 
 import math
+import shlex
 from collections.abc import Callable
 
 from typing import TYPE_CHECKING
@@ -23,6 +24,11 @@ class AdapterOptionError(ValueError):
 
 class UnknownAdapter(AdapterOptionError):
     """An adapter name kraftcheck does not know; the message lists the known forms."""
+
+
+class AdapterBuildError(AdapterOptionError):
+    """An adapter kraftcheck builds on first use (`kafka`) could not be built; the message says why
+    and what to do. An option error, so every command that takes an adapter reports it as one."""
 
 
 class AdapterFactory:
@@ -53,7 +59,7 @@ def adapter_factory(spec: str, step_timeout: float = DEFAULT_STEP_TIMEOUT) -> Ad
         raise AdapterOptionError(f"the step timeout must be a number of seconds above 0 and at most {MAX_STEP_TIMEOUT:g}, not {step_timeout}")
     if spec == "reference":
         return AdapterFactory(lambda: ModelAdapter("reference"))
-    kind, _, argument = spec.partition(":")
+    kind, separator, argument = spec.partition(":")
     if kind == "reference" and argument:
         options = reference_options(argument)
         return AdapterFactory(lambda: ModelAdapter(spec, **options))
@@ -64,11 +70,23 @@ def adapter_factory(spec: str, step_timeout: float = DEFAULT_STEP_TIMEOUT) -> Ad
             raise UnknownAdapter(f"unknown mutant {argument!r}; `kraftcheck mutants` lists them: {', '.join(MUTANTS)}")
         return AdapterFactory(lambda: mutant_adapter(argument))
     if kind == "subprocess" and argument.strip():
-        from adapters.subprocess_adapter import SessionPool, SubprocessAdapter
+        return subprocess_factory(argument, step_timeout)
+    if kind == "kafka":
+        from adapters.kafka_build import DEFAULT_VERSION, adapter_command
 
-        pool = SessionPool()
-        return AdapterFactory(lambda: SubprocessAdapter(argument, step_timeout=step_timeout, pool=pool), pool)
-    raise UnknownAdapter(f"unknown adapter {spec!r}; use reference, reference:OPTIONS, mutant:NAME (see `kraftcheck mutants`) or subprocess:COMMAND")
+        return subprocess_factory(shlex.join(adapter_command(argument if separator else DEFAULT_VERSION)), step_timeout)
+    raise UnknownAdapter(
+        f"unknown adapter {spec!r}; use reference, reference:OPTIONS, mutant:NAME (see `kraftcheck mutants`), subprocess:COMMAND, "
+        "kafka or kafka:VERSION (see `kraftcheck adapters list`)"
+    )
+
+
+def subprocess_factory(command: str, step_timeout: float) -> AdapterFactory:
+    """Adapters running `command`, sharing one pool: a process that speaks protocol 2 serves trace after trace."""
+    from adapters.subprocess_adapter import SessionPool, SubprocessAdapter
+
+    pool = SessionPool()
+    return AdapterFactory(lambda: SubprocessAdapter(command, step_timeout=step_timeout, pool=pool), pool)
 
 
 def reference_options(text: str) -> dict:

@@ -12,6 +12,8 @@ import sys
 import threading
 from collections.abc import Callable
 
+from adapters.kafka_build import DEFAULT_VERSION as KAFKA_DEFAULT_VERSION
+from adapters.kafka_build import TESTED_VERSIONS as KAFKA_TESTED_VERSIONS
 from adapters.registry import AdapterOptionError
 from conformance.certify.shorten import DEFAULT_BUDGET as DEFAULT_SHORTEN_BUDGET
 from conformance.certify.shorten import PER_TRACE
@@ -142,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--adapter",
         required=True,
         help="reference; reference:OPTIONS, comma-separated CHOICE=ALTERNATIVE (see `kraftcheck choices`), random=SEED, "
-        "lacks=CAPABILITY[+CAPABILITY]; mutant:NAME (see `kraftcheck mutants`); or subprocess:COMMAND",
+        "lacks=CAPABILITY[+CAPABILITY]; mutant:NAME (see `kraftcheck mutants`); subprocess:COMMAND; or kafka[:VERSION], Apache "
+        f"Kafka's KafkaRaftClient (default version {KAFKA_DEFAULT_VERSION}), built with Maven on first use (see `kraftcheck adapters list`)",
     )
     cert.add_argument("--corpus", help="a corpus directory or one trace file (default: the shipped traces/)")
     cert.add_argument(
@@ -198,6 +201,37 @@ def build_parser() -> argparse.ArgumentParser:
     mut.add_argument("--no-verify", dest="verify", action="store_false", help="with --score: do not check the corpus against its manifest")
     mut.add_argument("--json", action="store_true", help="print the list (or the scores) as JSON")
     mut.set_defaults(run=command("mutants"))
+
+    adapter_commands = commands.add_parser(
+        "adapters",
+        help="list the adapter forms; build the Kafka adapter",
+        description="The adapters `certify --adapter` takes, and the build of those that need one: the Kafka adapter, Apache "
+        "Kafka's own KafkaRaftClient, is built per Kafka version with Maven (JDK 17, Kafka's jars from Maven Central) into "
+        "$XDG_CACHE_HOME/kraftcheck/kafka/VERSION (default ~/.cache/...), on first use or by `adapters build kafka`.",
+    )
+    adapter_sub = adapter_commands.add_subparsers(dest="adapters_command", required=True, metavar="SUBCOMMAND")
+    listing = adapter_sub.add_parser(
+        "list",
+        help="list the adapter forms and which Kafka versions are built",
+        description="List the adapter forms `certify --adapter` takes and, for kafka, the tested Kafka versions and where each is built.",
+    )
+    listing.set_defaults(run=command("adapters", "list_adapters"))
+    build = adapter_sub.add_parser(
+        "build",
+        help="build the Kafka adapter now (otherwise built on first use)",
+        description="Build the Kafka adapter for one Kafka version with Maven, unless an up-to-date build is cached; print where "
+        "it is and the command that runs it. Exit 0 when built or already built, 1 when the build fails (the reason on standard error), 2 on "
+        "bad arguments.",
+    )
+    build.add_argument("name", metavar="ADAPTER", help="the adapter to build: kafka, the only one that needs building")
+    build.add_argument(
+        "--kafka-version",
+        default=KAFKA_DEFAULT_VERSION,
+        metavar="VERSION",
+        help=f"the Kafka version, MAJOR.MINOR.PATCH, 3.9.0 or later (default {KAFKA_DEFAULT_VERSION}; tested: {', '.join(KAFKA_TESTED_VERSIONS)})",
+    )
+    build.add_argument("--force", action="store_true", help="build again even if an up-to-date build is cached")
+    build.set_defaults(run=command("adapters", "build_adapter"))
     return parser
 
 

@@ -240,7 +240,7 @@ def test_a_missing_alter_isr_is_a_divergence():
 
 def test_a_trace_that_hides_an_allowed_outcome_is_refused(tmp_path):
     """A step's `allowed` is the specification's, as `expect` is: a trace leaving one out (or adding one) is invalid."""
-    from conformance.certify.replay import replay_file, trace_files
+    from conformance.certify.replay import replay_file
     from conformance.corpus.generate import DEFAULT_CORPUS
 
     path = next(p for p in sorted(Path(DEFAULT_CORPUS).glob("*.jsonl")) if '"allowed"' in p.read_text())

@@ -35,7 +35,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--kraftcheck-adapter",
         metavar="ADAPTER",
         help="replay every trace of the corpus through this adapter, one test item per trace file: "
-        "reference, mutant:NAME or subprocess:COMMAND",
+        "reference, mutant:NAME, subprocess:COMMAND or kafka:VERSION (see `kraftcheck adapters list`)",
     )
     group.addoption(
         "--kraftcheck-corpus",

@@ -1,0 +1,345 @@
+package org.apache.kafka.raft;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.raft.errors.NotLeaderException;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.protocol.ApiMessage;
+import org.apache.kafka.common.utils.LogContext;
+import org.apache.kafka.common.utils.MockTime;
+import org.apache.kafka.raft.generated.QuorumStateData;
+import org.apache.kafka.raft.internals.BatchMemoryPool;
+import org.apache.kafka.server.common.KRaftVersion;
+
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalInt;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One KafkaRaftClient driven the way Kafka's RaftClientTestContext and RaftEventSimulationTest
+ * drive theirs: mock time that moves only on `timer`, a mock network channel whose sends wait
+ * for `drain`, an in-memory log and quorum-state store that survive crash and restart, and a
+ * seeded random, so the same commands always give the same replies.
+ */
+final class DrivenNode {
+    static final int REQUEST_TIMEOUT_MS = 100;
+    static final int RETRY_BACKOFF_MS = 10;
+    static final int ELECTION_TIMEOUT_MS = 1000;
+    static final int ELECTION_BACKOFF_MAX_MS = 1000;
+    static final int FETCH_TIMEOUT_MS = 2000;
+    private static final long RANDOM_SEED = 595L;
+    private static final int MAX_POLLS = 64;
+    private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
+
+    private final int nodeId;
+    private final List<Integer> voters;
+    private final String clusterId;
+    private final Messages messages;
+    private final MockTime time = new MockTime(0, 1_000_000L, 0);
+    private final AtomicInteger correlationIds = new AtomicInteger();
+    private final MockLog log;
+    private final MockQuorumStateStore store = new MockQuorumStateStore();
+    private final Random random = new Random(RANDOM_SEED);
+    private final QuorumConfig quorumConfig = quorumConfig();
+    private final List<RaftRequest.Outbound> undrained = new ArrayList<>();
+    private final Map<Integer, RaftRequest.Outbound> awaitingResponse = new LinkedHashMap<>();
+    private MockNetworkChannel channel;
+    private MockMessageQueue queue;
+    private KafkaRaftClient<Integer> client;
+    private boolean shutdown;
+
+    DrivenNode(JsonNode start) {
+        JsonNode cluster = start.path("cluster");
+        nodeId = start.path("node").asInt();
+        voters = new ArrayList<>();
+        cluster.path("voters").forEach(id -> voters.add(id.asInt()));
+        if (cluster.path("cluster_id").isNull()) {
+            throw new Unsupported("a node without a cluster id: a Kafka node always has one (cluster.id)");
+        }
+        clusterId = cluster.path("cluster_id").asText();
+        messages = new Messages(nodeId, voters, MockNetworkChannel.LISTENER_NAME);
+        log = Release.newLog(Messages.PARTITION, Messages.TOPIC_ID, new LogContext("[node " + nodeId + "] "));
+        JsonNode initial = start.path("initial");
+        boolean fresh = initial.path("epoch").asInt() == 0 && initial.path("leader_id").asInt() == -1
+            && initial.path("voted_id").asInt() == -1 && initial.path("log").isEmpty();
+        if (fresh) {
+            bringUp();
+        } else {
+            persist(initial);
+        }
+    }
+
+    private static QuorumConfig quorumConfig() {
+        Map<String, Object> config = new HashMap<>();
+        config.put(QuorumConfig.QUORUM_REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
+        config.put(QuorumConfig.QUORUM_RETRY_BACKOFF_MS_CONFIG, RETRY_BACKOFF_MS);
+        config.put(QuorumConfig.QUORUM_ELECTION_TIMEOUT_MS_CONFIG, ELECTION_TIMEOUT_MS);
+        config.put(QuorumConfig.QUORUM_ELECTION_BACKOFF_MAX_MS_CONFIG, ELECTION_BACKOFF_MAX_MS);
+        config.put(QuorumConfig.QUORUM_FETCH_TIMEOUT_MS_CONFIG, FETCH_TIMEOUT_MS);
+        config.put(QuorumConfig.QUORUM_LINGER_MS_CONFIG, 0);
+        return new QuorumConfig(new AbstractConfig(QuorumConfig.CONFIG_DEF, config));
+    }
+
+    /** The quorum-state file and the log a trace starts from. */
+    private void persist(JsonNode initial) {
+        List<QuorumStateData.Voter> stateVoters = voters.stream().map(id -> new QuorumStateData.Voter().setVoterId(id)).toList();
+        QuorumStateData data = new QuorumStateData()
+            .setLeaderEpoch(initial.path("epoch").asInt())
+            .setLeaderId(initial.path("leader_id").asInt())
+            .setVotedId(initial.path("voted_id").asInt())
+            .setCurrentVoters(stateVoters);
+        store.writeElectionState(ElectionState.fromQuorumStateData(data), KRaftVersion.KRAFT_VERSION_0);
+        Release.append(log, Messages.traceRecords(initial.path("log")), voters);
+    }
+
+    private void bringUp() {
+        channel = new MockNetworkChannel(correlationIds);
+        queue = new MockMessageQueue();
+        awaitingResponse.clear();
+        log.reopen();
+        LogContext logContext = new LogContext("[node " + nodeId + "] ");
+        client = new KafkaRaftClient<>(
+            OptionalInt.of(nodeId),
+            new Uuid(0L, nodeId + 1L),
+            new IntegerSerde(),
+            channel,
+            queue,
+            log,
+            new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES),
+            time,
+            new MockExpirationService(time),
+            0,
+            true,
+            clusterId,
+            List.of(),
+            messages.endpoints(nodeId),
+            Release.kraftVersions(),
+            logContext,
+            random,
+            quorumConfig
+        );
+        Map<Integer, InetSocketAddress> voterAddresses = new HashMap<>();
+        voters.forEach(id -> voterAddresses.put(id, Messages.address(id)));
+        Release.initialize(client, voterAddresses, store, new Metrics(time));
+        shutdown = false;
+        pollUntilQuiet();
+    }
+
+    boolean isUp() {
+        return client != null;
+    }
+
+    /**
+     * Polls until the client has handled every queued message and a poll changes nothing:
+     * KafkaRaftClient handles one message per poll. A client that throws has failed the way a
+     * Kafka process would exit on a fatal error: the node is down, and the reply says shutdown.
+     */
+    private void pollUntilQuiet() {
+        for (int poll = 0; poll < MAX_POLLS; poll++) {
+            String before = progress();
+            try {
+                client.poll();
+            } catch (RuntimeException fatal) {
+                System.err.println("KafkaRaftClient failed; the node is down: " + fatal);
+                fatal.printStackTrace(System.err);
+                client = null;
+                shutdown = true;
+                return;
+            }
+            undrained.addAll(channel.drainSendQueue());
+            if (queue.isEmpty() && before.equals(progress())) {
+                return;
+            }
+        }
+    }
+
+    private String progress() {
+        QuorumState quorum = client.quorum();
+        return role() + "|" + quorum.epoch() + "|" + quorum.leaderId() + "|" + undrained.size() + "|" + log.endOffset().offset() + "|" + quorum.highWatermark();
+    }
+
+    // ---- input commands; each returns the reply's response (or null) and sets append_result
+
+    ObjectNode request(JsonNode message) {
+        if (!isUp()) {
+            return null;
+        }
+        ApiMessage data = Messages.overTheWire(messages.peerRequest(message));
+        RaftRequest.Inbound inbound = new RaftRequest.Inbound(channel.listenerName(), correlationIds.getAndIncrement(), Messages.version(data), data, time.milliseconds());
+        client.handle(inbound);
+        pollUntilQuiet();
+        RaftResponse.Outbound response = inbound.completion.getNow(null);
+        return response == null ? null : messages.response(Messages.overTheWire(response.data()));
+    }
+
+    /** Delivers a response to the newest request the node sent to `source` with these contents; one it is not awaiting is lost. */
+    void response(int source, JsonNode request, JsonNode message) {
+        if (!isUp()) {
+            return;
+        }
+        Integer correlationId = null;
+        for (RaftRequest.Outbound sent : awaitingResponse.values()) {
+            if (sent.destination().id() == source && Json.canonical(messages.sentRequest(sent.data())).equals(Json.canonical(request))) {
+                correlationId = sent.correlationId();
+            }
+        }
+        if (correlationId == null) {
+            return;
+        }
+        awaitingResponse.remove(correlationId);
+        Node node = new Node(source, Messages.address(source).getHostString(), Messages.address(source).getPort());
+        channel.mockReceive(new RaftResponse.Inbound(correlationId, Messages.overTheWire(messages.peerResponse(message)), node));
+        pollUntilQuiet();
+    }
+
+    void timer(String kind) {
+        if (!isUp()) {
+            return;
+        }
+        switch (kind) {
+            case "election_timeout" -> {
+                // A 3.x candidate first backs off, then starts the next election: both belong to this timer.
+                String before = role() + client.quorum().epoch();
+                for (int step = 0; step < 2 && isUp() && before.equals(role() + client.quorum().epoch()); step++) {
+                    long remaining = Release.electionTimerMs(client.quorum(), time.milliseconds());
+                    if (remaining < 0) {
+                        return;
+                    }
+                    sleepAndPoll(remaining);
+                }
+            }
+            case "fetch_timeout" -> {
+                QuorumState quorum = client.quorum();
+                if (quorum.isFollower()) {
+                    sleepAndPoll(quorum.followerStateOrThrow().remainingFetchTimeMs(time.milliseconds()));
+                } else if (quorum.isObserver()) {
+                    sleepAndPoll(FETCH_TIMEOUT_MS);
+                }
+            }
+            case "progress_timeout" -> {
+                if (client.quorum().isLeader()) {
+                    sleepAndPoll(client.quorum().leaderStateOrThrow().timeUntilCheckQuorumExpires(time.milliseconds()));
+                }
+            }
+            case "request_timeout" -> {
+                sleepAndPoll(REQUEST_TIMEOUT_MS);
+                if (isUp()) {
+                    sleepAndPoll(RETRY_BACKOFF_MS);
+                }
+            }
+            default -> throw new IllegalArgumentException("unknown timer kind " + kind);
+        }
+    }
+
+    private void sleepAndPoll(long ms) {
+        time.sleep(Math.max(0, ms));
+        pollUntilQuiet();
+    }
+
+    /** A client append: the offset the leader gave the value, or NOT_LEADER_OR_FOLLOWER. */
+    ObjectNode append(int value) {
+        if (!isUp()) {
+            return null;
+        }
+        ObjectNode result = JSON.objectNode();
+        try {
+            long offset = client.prepareAppend(client.quorum().epoch(), List.of(value));
+            client.schedulePreparedAppend();
+            pollUntilQuiet();
+            return result.put("ErrorCode", 0).put("Offset", offset);
+        } catch (NotLeaderException notLeader) {
+            return result.put("ErrorCode", 6).put("Offset", -1);
+        }
+    }
+
+    void resign() {
+        if (isUp() && client.quorum().isLeader()) {
+            client.resign(client.quorum().epoch());
+            pollUntilQuiet();
+        }
+    }
+
+    /** A process crash: what the node wrote to its log survives (the operating system has it); nothing else does. */
+    void crash() {
+        if (isUp()) {
+            log.flush(true);
+            client = null;
+        }
+    }
+
+    void restart() {
+        if (!isUp()) {
+            bringUp();
+        }
+    }
+
+    boolean takeShutdown() {
+        boolean happened = shutdown;
+        shutdown = false;
+        return happened;
+    }
+
+    ArrayNode drain() {
+        ArrayNode sends = JSON.arrayNode();
+        undrained.sort(Comparator.comparingInt(RaftRequest.Outbound::correlationId));
+        for (RaftRequest.Outbound sent : undrained) {
+            awaitingResponse.put(sent.correlationId(), sent);
+            ObjectNode send = sends.addObject().put("destination", sent.destination().id());
+            send.set("message", messages.sentRequest(sent.data()));
+        }
+        undrained.clear();
+        return sends;
+    }
+
+    ObjectNode observe() {
+        ObjectNode state = JSON.objectNode();
+        List<TraceRecord> records = Release.logRecords(log);
+        if (!isUp()) {
+            ElectionState election = store.readElectionState().orElse(ElectionState.withUnknownLeader(0, java.util.Set.of()));
+            state.put("role", "down").put("epoch", election.epoch()).put("leader_id", election.optionalLeaderId().orElse(-1))
+                .put("voted_id", election.optionalVotedKey().map(ReplicaKey::id).orElse(-1)).put("high_watermark", 0);
+        } else {
+            QuorumState quorum = client.quorum();
+            ElectionState election = store.readElectionState().orElseThrow();
+            state.put("role", role()).put("epoch", quorum.epoch()).put("leader_id", quorum.leaderId().orElse(-1))
+                .put("voted_id", election.optionalVotedKey().map(ReplicaKey::id).orElse(-1))
+                .put("high_watermark", quorum.highWatermark().map(LogOffsetMetadata::offset).orElse(0L));
+        }
+        state.put("log_end_offset", records.size());
+        ArrayNode entries = state.putArray("log");
+        records.forEach(record -> entries.addArray().add(record.offset()).add(record.epoch()));
+        return state;
+    }
+
+    private String role() {
+        QuorumState quorum = client.quorum();
+        String releaseRole = Release.releaseRole(quorum);
+        if (releaseRole != null) {
+            return releaseRole;
+        } else if (quorum.isLeader()) {
+            return "leader";
+        } else if (quorum.isCandidate()) {
+            return "candidate";
+        } else if (quorum.isResigned()) {
+            return "resigned";
+        } else if (quorum.isObserver()) {
+            return "observer";
+        } else if (quorum.isFollower()) {
+            return "follower";
+        }
+        return quorum.isUnattachedAndVoted() ? "voted" : "unattached";
+    }
+}

@@ -1,0 +1,206 @@
+"""The `kafka` adapter's build: Apache Kafka's own KafkaRaftClient, compiled with Maven on first use.
+
+adapters/kafka/ holds a Java program that drives one KafkaRaftClient node over
+spec/subprocess-protocol.md. Kafka's jars come from Maven Central, so the program is built per
+Kafka version, once, into the user's cache ($XDG_CACHE_HOME/kraftcheck/kafka/VERSION/), not
+shipped. A build is reused while its stamp matches a hash of the sources and the version; it is
+made in a temporary directory beside its place and moved there only when complete, under a lock,
+so an interrupted or concurrent build never leaves a half-built adapter that looks complete.
+"""
+
+import fcntl
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import adapters
+from adapters.process_lifetime import die_with_parent
+from adapters.registry import AdapterBuildError, AdapterOptionError
+
+TESTED_VERSIONS = ("3.9.1", "4.3.1")
+DEFAULT_VERSION = "4.3.1"
+OLDEST = (3, 9)  # KafkaRaftClient's constructor takes KIP-853's types from 3.9 on
+
+SOURCES = Path(adapters.__file__).parent / "kafka"
+JAR = "kraftcheck-kafka-adapter.jar"
+CLASSPATH = "classpath.txt"  # the dependencies' jars, written by the build
+STAMP = "stamp"  # the source hash the build was made from, written last
+MAIN_CLASS = "org.apache.kafka.raft.KraftcheckNode"
+# One JVM serves many traces (protocol 2), but it starts once per job: make that cheap and quiet.
+JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+
+BUILD_TOOLS = {"java": "openjdk-17-jdk-headless", "javac": "openjdk-17-jdk-headless", "mvn": "maven"}  # tool: its Debian package
+MAX_QUOTED_LINES = 20
+_VERSION = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_RESOLUTION = re.compile(r"could not resolve|could not be resolved|could not transfer|could not find artifact|unknown host|non-resolvable", re.IGNORECASE)
+_MAVEN_BOILERPLATE = ("To see the full stack trace", "Re-run Maven using", "For more information about the errors", "[Help 1]")
+
+
+def check_version(version: str) -> None:
+    """Refuse a version the adapter cannot be built against, before Maven is asked for it."""
+    tested = f"tested: {', '.join(TESTED_VERSIONS)}"
+    found = _VERSION.fullmatch(version)
+    if found is None:
+        raise AdapterOptionError(f"Kafka version {version!r} is not MAJOR.MINOR.PATCH ({tested})")
+    if (int(found[1]), int(found[2])) < OLDEST:
+        raise AdapterOptionError(f"Kafka {version} is too old: the adapter needs Kafka 3.9.0 or later (KafkaRaftClient with KIP-853's types; {tested})")
+
+
+def build_dir(version: str) -> Path:
+    """Where the adapter for Kafka `version` is (or will be) built."""
+    check_version(version)
+    configured = os.environ.get("XDG_CACHE_HOME", "")
+    cache = Path(configured) if os.path.isabs(configured) else Path.home() / ".cache"
+    return cache / "kraftcheck" / "kafka" / version
+
+
+def source_hash(version: str) -> str:
+    """What a build is made from: the version, pom.xml and every file under src/, names and bytes."""
+    digest = hashlib.sha256(f"kafka {version}\0".encode())
+    for path in [SOURCES / "pom.xml", *sorted(p for p in (SOURCES / "src").rglob("*") if p.is_file())]:
+        content = path.read_bytes()
+        digest.update(f"{path.relative_to(SOURCES).as_posix()}\0{len(content)}\0".encode() + content)
+    return digest.hexdigest()
+
+
+def is_built(version: str) -> bool:
+    """Whether a build of the current sources for Kafka `version` is cached, its jars all there."""
+    return _stale_reason(version) is None
+
+
+def build(version: str, force: bool = False) -> bool:
+    """Build the adapter for Kafka `version` unless an up-to-date build is cached (or `force`);
+    True if it built. Raises AdapterBuildError, whose message is for the user, when it cannot."""
+    directory = build_dir(version)
+    if not force and is_built(version):
+        return False
+    _require(BUILD_TOOLS)
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        with open(directory.parent / f".{version}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another kraftcheck may be building it: wait, then look again
+            reason = _stale_reason(version) or ("rebuild asked for" if force else None)
+            if reason is None:
+                return False
+            _build_into(directory, version, reason)
+    except OSError as error:  # the cache cannot be written, or Maven cannot be started
+        raise AdapterBuildError(f"cannot build the Kafka adapter for Kafka {version} in {directory}: {error}") from None
+    return True
+
+
+def adapter_command(version: str = DEFAULT_VERSION) -> list[str]:
+    """The command that runs the adapter for Kafka `version`, building it first if need be."""
+    build(version)
+    _require({"java": BUILD_TOOLS["java"]})
+    return ["java", *JVM_FLAGS, "-cp", os.pathsep.join(_classpath(build_dir(version))), MAIN_CLASS]
+
+
+def maven_failure(version: str, output: str, exit_code: int) -> str:
+    """The user's explanation of a failed Maven run: what went wrong and Maven's own lines about it."""
+    lines = [_ANSI.sub("", line).rstrip().removesuffix(" -> [Help 1]") for line in output.splitlines()]
+    errors = [line for line in lines if line.startswith("[ERROR]") and line[7:].strip() and not line[7:].strip().startswith(_MAVEN_BOILERPLATE)]
+    head = f"cannot build the Kafka adapter for Kafka {version}"
+    compiler = next((i + 1 for i, line in enumerate(lines) if "COMPILATION ERROR" in line), None)  # where javac's messages begin
+    if compiler is not None:
+        end = next((i for i in range(compiler, len(lines)) if "Failed to execute goal" in lines[i]), len(lines))
+        return f"{head}: the adapter's Java sources do not compile against it. The compiler said:\n{_quote(lines[compiler:end])}"
+    resolution = [line for line in errors if _RESOLUTION.search(line)]
+    if resolution:
+        return (
+            f"{head}: Maven could not resolve Kafka {version}'s jars: the version does not exist, or the repository "
+            f"(Maven Central) could not be reached. Maven said:\n{_quote(resolution)}"
+        )
+    return f"{head}: Maven failed (exit code {exit_code}). Maven said:\n{_quote(errors or lines)}"
+
+
+def _stale_reason(version: str) -> str | None:
+    """Why the cached build cannot be used as it is, or None when it can."""
+    directory = build_dir(version)
+    try:
+        stamp = (directory / STAMP).read_text()
+        classpath = _classpath(directory)
+    except OSError:
+        return "first use"
+    if stamp != source_hash(version):
+        return "its sources changed"
+    if not all(os.path.exists(jar) for jar in classpath):
+        return "jars it uses are gone from Maven's local repository"
+    return None
+
+
+def _build_into(directory: Path, version: str, reason: str) -> None:
+    """Build in a directory beside `directory`, stamp it, then put it in place; under the lock."""
+    for leftover in directory.parent.glob(f".{version}.partial-*"):  # an earlier build that was killed
+        shutil.rmtree(leftover)
+    print(f"kraftcheck: building the Kafka adapter for Kafka {version} with Maven ({reason}; cached in {directory})", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    partial = directory.parent / f".{version}.partial-build"
+    try:
+        _run_maven(version, partial)
+        (partial / STAMP).write_text(source_hash(version))
+        _replace(directory, partial)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    print(f"kraftcheck: built the Kafka adapter for Kafka {version} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+
+
+def _classpath(directory: Path) -> list[str]:
+    """The adapter's jar, then the dependencies' jars the build listed."""
+    dependencies = (directory / CLASSPATH).read_text().strip()
+    return [str(directory / JAR), *filter(None, dependencies.split(os.pathsep))]
+
+
+def _require(tools: dict[str, str]) -> None:
+    """Name the tools missing from PATH and the Debian packages that bring them."""
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    if missing:
+        packages = " ".join(dict.fromkeys(tools[tool] for tool in missing))
+        raise AdapterBuildError(
+            f"the Kafka adapter needs these on PATH: {', '.join(tools)}; missing: {', '.join(missing)}. "
+            f"On Debian: apt-get install {packages} (scripts/bootstrap installs them)"
+        )
+
+
+def _run_maven(version: str, out: Path) -> None:
+    """`mvn package` into `out`: the jar and classpath.txt, or AdapterBuildError saying why not."""
+    argv = [
+        "mvn", "-B", "-q", "-f", str(SOURCES / "pom.xml"),
+        f"-Dkafka.version={version}", f"-Dkraftcheck.release={_release(version)}", f"-Dkraftcheck.build={out}", "package",
+    ]
+    done = subprocess.run(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+        preexec_fn=functools.partial(die_with_parent, os.getpid()),  # a killed kraftcheck leaves no Maven writing behind it
+    )
+    if done.returncode != 0:
+        raise AdapterBuildError(maven_failure(version, done.stdout, done.returncode))
+    absent = [name for name in (JAR, CLASSPATH) if not (out / name).is_file()]
+    if absent:
+        raise AdapterBuildError(f"cannot build the Kafka adapter for Kafka {version}: Maven succeeded but wrote no {' or '.join(absent)} (is {SOURCES / 'pom.xml'} intact?)")
+
+
+def _release(version: str) -> str:
+    """The source directory (src/RELEASE/java, pom.xml's kraftcheck.release) with what differs between Kafka 3.9 and 4."""
+    return "kafka-3.9" if version.startswith("3.") else "kafka-4"
+
+
+def _replace(directory: Path, built: Path) -> None:
+    """Put the complete build in place; any earlier one goes aside first, then away."""
+    earlier = directory.parent / f".{directory.name}.partial-earlier"
+    if directory.exists():
+        directory.rename(earlier)
+    built.rename(directory)
+    shutil.rmtree(earlier, ignore_errors=True)
+
+
+def _quote(lines: list[str]) -> str:
+    shown = [f"  {line}" for line in lines[:MAX_QUOTED_LINES]]
+    if len(lines) > MAX_QUOTED_LINES:
+        shown.append(f"  ... ({len(lines) - MAX_QUOTED_LINES} more lines)")
+    return "\n".join(shown)

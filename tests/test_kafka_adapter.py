@@ -1,0 +1,189 @@
+"""The Kafka adapter drives Apache Kafka's own KafkaRaftClient (3.9.1 and 4.3.1) over the
+subprocess protocol: exact replies to hand-written sessions, each pinned to what Kafka's source
+does (cited), a reset that leaves nothing behind, and the certification of the shipped corpus.
+
+These need a JDK, Maven and Maven Central; they skip only where java, javac or mvn is absent."""
+
+import json
+import shutil
+import subprocess
+
+import msgspec
+import pytest
+
+from adapters import kafka_build
+from adapters.registry import adapter_factory
+from conformance import cli
+from conformance.certify.replay import replay_file, trace_files
+from conformance.corpus.generate import DEFAULT_CORPUS
+
+MISSING = [tool for tool in ("java", "javac", "mvn") if shutil.which(tool) is None]
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the Kafka adapter is built with a JDK and Maven; missing here: {', '.join(MISSING)}")
+
+CLUSTER = {"voters": [1, 2, 3], "observers": [], "cluster_id": "kraft-cluster", "profile": "kip595", "fetch_max_records": 0}
+FRESH = {"epoch": 0, "leader_id": -1, "voted_id": -1, "log": []}
+NOTHING = {"ok": True, "response": None, "append_result": None, "shutdown": False}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_cache(tmp_path_factory):
+    """Builds into a cache of the test run's own, not the user's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
+def session(version: str, *commands: dict) -> list[dict]:
+    """The replies of one adapter process to `commands`, then stop."""
+    lines = "".join(json.dumps(command) + "\n" for command in (*commands, {"command": "stop"}))
+    done = subprocess.run(kafka_build.adapter_command(version), input=lines, capture_output=True, text=True, timeout=180)
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert replies[-1] == {"ok": True} and done.returncode == 0, done.stderr[-2000:]
+    return replies[:-1]
+
+
+def start(node: int = 1, initial: dict = FRESH) -> dict:
+    return {"command": "start", "cluster": CLUSTER, "node": node, "initial": initial}
+
+
+def vote_request(epoch: int, candidate: int, last_epoch: int, last_offset: int) -> dict:
+    return {"type": "VoteRequest", "ClusterId": "kraft-cluster", "CandidateEpoch": epoch, "CandidateId": candidate, "LastOffsetEpoch": last_epoch, "LastOffset": last_offset}
+
+
+def fetch_request(replica: int, epoch: int, offset: int, last_epoch: int) -> dict:
+    return {"type": "FetchRequest", "ClusterId": "kraft-cluster", "ReplicaId": replica, "CurrentLeaderEpoch": epoch, "FetchOffset": offset, "LastFetchedEpoch": last_epoch}
+
+
+def fetch_response(error: int, high_watermark: int, leader: int, epoch: int, records: list) -> dict:
+    return {"type": "FetchResponse", "ErrorCode": 0, "PartitionErrorCode": error, "HighWatermark": high_watermark,
+            "DivergingEpoch": {"Epoch": -1, "EndOffset": -1}, "CurrentLeader": {"LeaderId": leader, "LeaderEpoch": epoch}, "Records": records}
+
+
+def state(role: str, epoch: int, leader: int, voted: int, high_watermark: int, log: list) -> dict:
+    return {"ok": True, "state": {"role": role, "epoch": epoch, "leader_id": leader, "voted_id": voted, "high_watermark": high_watermark,
+                                  "log_end_offset": len(log), "log": log}}
+
+
+@pytest.mark.parametrize("version", kafka_build.TESTED_VERSIONS)
+def test_a_fresh_voter_fetches_from_a_voter_to_find_the_leader_and_answers_fetches_it_cannot_serve(version):
+    """KIP-853 (Kafka 3.9 on): an unattached replica sends a Fetch to a bootstrap server, here a
+    voter (KafkaRaftClient.pollUnattachedCommon, maybeSendFetchToAnyBootstrap). A Fetch it cannot
+    serve gets NOT_LEADER_OR_FOLLOWER with the high watermark unknown, -1."""
+    replies = session(version, start(), {"command": "drain"}, {"command": "request", "source": 2, "message": fetch_request(2, 0, 0, 0)})
+    assert replies == [
+        {"ok": True, "protocol": 2, "lacks": ["OffsetsForLeaderEpoch", "FetchRecordLimit"]},
+        {"ok": True, "sends": [{"destination": 2, "message": fetch_request(1, 0, 0, 0)}]},
+        dict(NOTHING, response=fetch_response(6, -1, -1, 0, [])),
+    ]
+
+
+@pytest.mark.parametrize("version", kafka_build.TESTED_VERSIONS)
+def test_a_vote_request_last_offset_is_the_log_end_offset(version):
+    """Kafka reads a Vote request's LastOffset as the candidate's log end offset (0 for an empty
+    log) and answers INVALID_REQUEST to a negative one (KafkaRaftClient.handleVoteRequest); the
+    KIP's schema calls it "the offset of the last record", -1 for an empty log."""
+    replies = session(version, start(),
+                      {"command": "request", "source": 2, "message": vote_request(1, 2, 0, -1)},
+                      {"command": "request", "source": 2, "message": vote_request(1, 2, 0, 0)},
+                      {"command": "observe"})
+    refused, granted = (dict(NOTHING, response={"type": "VoteResponse", "ErrorCode": 0, "PartitionErrorCode": error, "LeaderId": leader, "LeaderEpoch": epoch, "VoteGranted": grant})
+                        for error, leader, epoch, grant in ((42, -1, 0, False), (0, -1, 1, True)))
+    assert replies[1:] == [refused, granted, state("voted", 1, -1, 2, 0, [])]
+
+
+def test_kafka_3_9_elects_a_leader_that_replicates_and_resigns_on_restart():
+    """3.9.1, node 1: election timeout, a candidate at epoch 1 asks both voters; one vote makes it
+    leader, with a LeaderChange record whose VotedIds are its granting voters; a client value
+    follows; the high watermark is unknown (-1) until a majority has fetched, then the end of the
+    log. The quorum-state file keeps no vote once a leader is known (ElectionState
+    .withElectedLeader). Restarted from its own leadership, it comes back resigned and sends
+    EndQuorumEpoch (QuorumState.initialize)."""
+    granted = {"type": "VoteResponse", "ErrorCode": 0, "PartitionErrorCode": 0, "LeaderId": -1, "LeaderEpoch": 1, "VoteGranted": True}
+    leader_change = {"type": "Record", "Offset": 0, "Epoch": 1, "Value": {"type": "LeaderChangeMessage", "LeaderId": 1, "VotedIds": [1, 2]}}
+    value = {"type": "Record", "Offset": 1, "Epoch": 1, "Value": 7}
+    replies = session("3.9.1", start(), {"command": "drain"}, {"command": "timer", "kind": "election_timeout"}, {"command": "observe"},
+                      {"command": "drain"},
+                      {"command": "response", "source": 2, "message": granted, "request": vote_request(1, 1, 0, 0)},
+                      {"command": "drain"}, {"command": "append", "value": 7},
+                      {"command": "request", "source": 2, "message": fetch_request(2, 1, 0, 0)},
+                      {"command": "request", "source": 2, "message": fetch_request(2, 1, 2, 1)},
+                      {"command": "observe"}, {"command": "crash"}, {"command": "observe"}, {"command": "restart"}, {"command": "observe"},
+                      {"command": "drain"})
+    begin = {"type": "BeginQuorumEpochRequest", "ClusterId": "kraft-cluster", "LeaderId": 1, "LeaderEpoch": 1}
+    end = {"type": "EndQuorumEpochRequest", "ClusterId": "kraft-cluster", "ReplicaId": 1, "LeaderId": 1, "LeaderEpoch": 1, "PreferredSuccessors": []}
+    assert replies[2:] == [
+        NOTHING,
+        state("candidate", 1, -1, 1, 0, []),
+        {"ok": True, "sends": [{"destination": 3, "message": vote_request(1, 1, 0, 0)}, {"destination": 2, "message": vote_request(1, 1, 0, 0)}]},
+        NOTHING,
+        {"ok": True, "sends": [{"destination": 3, "message": begin}, {"destination": 2, "message": begin}]},
+        dict(NOTHING, append_result={"ErrorCode": 0, "Offset": 1}),
+        dict(NOTHING, response=fetch_response(0, -1, 1, 1, [leader_change, value])),
+        dict(NOTHING, response=fetch_response(0, 2, 1, 1, [])),
+        state("leader", 1, 1, -1, 2, [[0, 1], [1, 1]]),
+        NOTHING,
+        state("down", 1, 1, -1, 0, [[0, 1], [1, 1]]),
+        NOTHING,
+        state("resigned", 1, 1, -1, 0, [[0, 1], [1, 1]]),
+        {"ok": True, "sends": [{"destination": 2, "message": end}, {"destination": 3, "message": end}]},
+    ]
+
+
+def test_kafka_4_pre_votes_which_the_kip595_messages_cannot_carry():
+    """4.3.1 (KIP-996): on election timeout an unattached voter becomes prospective and sends
+    pre-votes (Vote requests with PreVote true, its epoch unchanged); the kip595 profile's
+    VoteRequest has no PreVote, so the adapter says so instead of passing it off as a vote."""
+    replies = session("4.3.1", start(), {"command": "drain"}, {"command": "timer", "kind": "election_timeout"}, {"command": "observe"}, {"command": "drain"})
+    assert replies[3] == state("prospective", 0, -1, -1, 0, [])
+    assert replies[4] == {"ok": False, "error": "unsupported: a pre-vote (a Vote request with PreVote true, KIP-996), which the kip595 profile's messages do not have"}
+
+
+@pytest.mark.parametrize("version, voted", [("3.9.1", -1), ("4.3.1", 1)])
+def test_a_node_restarted_from_persisted_state_follows_the_leader_it_recorded(version, voted):
+    """A node whose quorum-state file names a leader starts down, and on restart follows it and
+    fetches from the end of its log. The file is one each release writes: 3.9 keeps no vote
+    beside a known leader (ElectionState.withElectedLeader), 4.x keeps both, as the KIP's file does."""
+    leader_change = {"type": "Record", "Offset": 0, "Epoch": 1, "Value": {"type": "LeaderChangeMessage", "LeaderId": 1, "VotedIds": [1, 2]}}
+    persisted = {"epoch": 1, "leader_id": 1, "voted_id": voted, "log": [leader_change]}
+    replies = session(version, start(2, persisted), {"command": "observe"}, {"command": "restart"}, {"command": "observe"}, {"command": "drain"})
+    assert replies[1:] == [
+        state("down", 1, 1, voted, 0, [[0, 1]]),
+        NOTHING,
+        state("follower", 1, 1, voted, 0, [[0, 1]]),
+        {"ok": True, "sends": [{"destination": 1, "message": fetch_request(2, 1, 1, 1)}]},
+    ]
+
+
+def without_timing(result) -> dict:
+    fields = msgspec.to_builtins(result)
+    fields.pop("seconds")
+    return fields
+
+
+def test_a_reset_leaves_nothing_of_a_trace_behind():
+    """One JVM replays traces one after another: each gives what it gives in a JVM of its own."""
+    shipped = trace_files(DEFAULT_CORPUS)
+    sample = [path for path in shipped if "isr" not in path.name][::60]
+    with adapter_factory("kafka:3.9.1") as shared:
+        in_one_process = [replay_file(shared, path) for path in sample]
+        again = replay_file(shared, sample[0])
+    assert without_timing(again) == without_timing(in_one_process[0])
+    for path, result in zip(sample[:4], in_one_process):
+        with adapter_factory("kafka:3.9.1") as fresh:
+            assert without_timing(replay_file(fresh, path)) == without_timing(result), path.name
+
+
+@pytest.mark.parametrize("version, departs, errors", [("3.9.1", 562, 0), ("4.3.1", 327, 235)])
+def test_certifying_kafka_against_kip595_as_written(version, departs, errors, tmp_path, capsys):
+    """The shipped corpus through Kafka: the 65 traces that need OffsetsForLeaderEpoch or a
+    Fetch record limit are not applicable; every other trace departs from KIP-595 as written at
+    its first step (unattached replicas fetch to find the leader, KIP-853), and on 4.3.1 the
+    traces whose first step is an election end in error at the pre-vote the kip595 messages
+    cannot carry. Nothing fails in the adapter itself."""
+    code = cli.main(["certify", "--adapter", f"kafka:{version}", "--system", "kraft", "--out", str(tmp_path / "out"), "--shorten-budget", "0", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert summary["verdicts"] == {"conforms": 0, "departs": departs, "not applicable": 65, "error": errors}
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    reasons = {result["failure"] for result in report["results"] if result["verdict"] == "error"}
+    assert all("pre-vote" in reason for reason in reasons), reasons

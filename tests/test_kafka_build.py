@@ -1,0 +1,370 @@
+"""The Kafka adapter's build: versions it accepts, its cache and stamp, Maven's failures told
+plainly, the registry's `kafka` adapters and `kraftcheck adapters`. One real Maven build of
+Kafka 3.9.1 serves the module; the tests that need Maven skip only where java, javac or mvn is
+missing, and say which."""
+
+import contextlib
+import io
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from adapters import kafka_build
+from adapters.kafka_build import DEFAULT_VERSION, adapter_command, build, build_dir, check_version, is_built, maven_failure, source_hash
+from adapters.registry import AdapterBuildError, AdapterOptionError, adapter_factory
+from conformance.cli import main
+
+TOOLS = ("java", "javac", "mvn")
+MISSING = [tool for tool in TOOLS if shutil.which(tool) is None]
+needs_maven = pytest.mark.skipif(
+    bool(MISSING),
+    reason=f"{', '.join(MISSING)} not on PATH: scripts/bootstrap installs them (apt-get install openjdk-17-jdk-headless maven)",
+)
+TESTED = "3.9.1"
+TOO_OLD = "is too old: the adapter needs Kafka 3.9.0 or later (KafkaRaftClient with KIP-853's types; tested: 3.9.1, 4.3.1)"
+
+
+def partials(cache: Path) -> list[Path]:
+    """Half-built or set-aside builds left in the cache."""
+    return list((cache / "kraftcheck" / "kafka").glob(".*.partial-*"))
+
+
+class Built(NamedTuple):
+    cache: Path
+    built: bool  # what build() returned
+    stderr: str
+
+
+@pytest.fixture(scope="module")
+def built_cache(tmp_path_factory) -> Built:
+    """The module's one real build: Kafka 3.9.1 into a cache of its own, and what it printed."""
+    if MISSING:
+        pytest.skip(f"{', '.join(MISSING)} not on PATH: scripts/bootstrap installs them (apt-get install openjdk-17-jdk-headless maven)")
+    cache = tmp_path_factory.mktemp("cache")
+    stderr = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(stderr):
+        patch.setenv("XDG_CACHE_HOME", str(cache))
+        built = build(TESTED)
+    return Built(cache, built, stderr.getvalue())
+
+
+@pytest.fixture
+def in_built_cache(built_cache, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(built_cache.cache))
+    return build_dir(TESTED)
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def copied_build(built_cache, fresh_cache) -> Path:
+    """A copy of the module's build in a fresh cache, for a test to change."""
+    shutil.copytree(built_cache.cache / "kraftcheck" / "kafka" / TESTED, build_dir(TESTED))
+    return build_dir(TESTED)
+
+
+@pytest.fixture
+def maven_runs(monkeypatch) -> list[str]:
+    """The versions Maven is run for, counted; Maven still runs."""
+    runs = []
+    real = kafka_build._run_maven
+
+    def counted(version: str, out: Path) -> None:
+        runs.append(version)
+        real(version, out)
+
+    monkeypatch.setattr(kafka_build, "_run_maven", counted)
+    return runs
+
+
+# versions and places -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["3.9.0", "3.9.1", "4.0.0", "4.3.1", "10.2.3"])
+def test_versions_from_3_9_are_accepted(version):
+    check_version(version)
+
+
+@pytest.mark.parametrize(
+    "version, message",
+    [
+        ("2.8.0", f"Kafka 2.8.0 {TOO_OLD}"),
+        ("3.8.1", f"Kafka 3.8.1 {TOO_OLD}"),
+        ("4.3", "Kafka version '4.3' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)"),
+        ("v4.3.1", "Kafka version 'v4.3.1' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)"),
+        ("4.3.1-rc0", "Kafka version '4.3.1-rc0' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)"),
+        ("../4.3.1", "Kafka version '../4.3.1' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)"),
+        ("", "Kafka version '' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)"),
+    ],
+)
+def test_other_versions_are_refused_naming_the_tested_ones(version, message):
+    with pytest.raises(AdapterOptionError) as refused:
+        check_version(version)
+    assert str(refused.value) == message
+    with pytest.raises(AdapterOptionError):
+        build_dir(version)  # no path is made of a refused version
+
+
+def test_the_cache_follows_xdg_cache_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert build_dir("4.3.1") == tmp_path / "xdg" / "kraftcheck" / "kafka" / "4.3.1"
+    for unusable in ("", "relative/cache"):
+        monkeypatch.setenv("XDG_CACHE_HOME", unusable)
+        assert build_dir("4.3.1") == tmp_path / "home" / ".cache" / "kraftcheck" / "kafka" / "4.3.1"
+
+
+def test_the_sources_are_found_through_the_installed_package():
+    assert (kafka_build.SOURCES / "pom.xml").is_file()
+    assert list((kafka_build.SOURCES / "src").rglob("*.java"))
+    assert source_hash("3.9.1") == source_hash("3.9.1") != source_hash("4.3.1")
+
+
+@pytest.mark.parametrize("version, release", [("3.9.1", "kafka-3.9"), ("3.9.0", "kafka-3.9"), ("4.3.1", "kafka-4"), ("5.0.0", "kafka-4")])
+def test_each_version_builds_with_its_release_s_sources(version, release):
+    assert kafka_build._release(version) == release
+    assert (kafka_build.SOURCES / "src" / release / "java").is_dir()
+
+
+# missing tools -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "present, message",
+    [
+        (("java", "javac"), "missing: mvn. On Debian: apt-get install maven"),
+        (("java", "mvn"), "missing: javac. On Debian: apt-get install openjdk-17-jdk-headless"),
+        ((), "missing: java, javac, mvn. On Debian: apt-get install openjdk-17-jdk-headless maven"),
+    ],
+)
+def test_missing_tools_are_named_with_their_debian_packages(fresh_cache, tmp_path, monkeypatch, present, message):
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in present:
+        (tools / tool).write_text("#!/bin/sh\nexit 0\n")
+        (tools / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools))
+    with pytest.raises(AdapterBuildError) as failed:
+        build(TESTED)
+    assert str(failed.value) == f"the Kafka adapter needs these on PATH: java, javac, mvn; {message} (scripts/bootstrap installs them)"
+    assert not (fresh_cache / "kraftcheck").exists()
+
+
+@needs_maven  # the tools are checked before the cache
+def test_an_unwritable_cache_is_named(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file" / "cache"))
+    with pytest.raises(AdapterBuildError) as failed:
+        build(TESTED)
+    assert str(failed.value).startswith(f"cannot build the Kafka adapter for Kafka {TESTED} in {build_dir(TESTED)}: [Errno 20] Not a directory: ")
+    assert not is_built(TESTED)
+
+
+# a real build and its stamp ------------------------------------------------------------
+
+
+def test_a_build_writes_the_jar_the_classpath_and_the_stamp(built_cache, in_built_cache):
+    assert built_cache.built
+    for name in ("kraftcheck-kafka-adapter.jar", "classpath.txt"):
+        assert (in_built_cache / name).is_file()
+    assert (in_built_cache / "stamp").read_text() == source_hash(TESTED)
+    assert is_built(TESTED) and not partials(built_cache.cache)
+    first, done = built_cache.stderr.splitlines()
+    assert first == f"kraftcheck: building the Kafka adapter for Kafka {TESTED} with Maven (first use; cached in {in_built_cache})"
+    assert done.startswith(f"kraftcheck: built the Kafka adapter for Kafka {TESTED} in ") and done.endswith(" s")
+
+
+def test_a_second_call_reuses_the_build(in_built_cache, maven_runs, capsys):
+    jar = in_built_cache / "kraftcheck-kafka-adapter.jar"
+    before = jar.stat().st_mtime_ns
+    assert build(TESTED) is False
+    command = adapter_command(TESTED)
+    assert maven_runs == [] and jar.stat().st_mtime_ns == before
+    assert capsys.readouterr().err == ""
+    assert command[:5] == ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"]
+    assert command[5] == "-cp" and command[7:] == ["org.apache.kafka.raft.KraftcheckNode"]
+    assert command[6].split(":")[0] == str(jar)
+
+
+def test_the_command_s_classpath_holds_the_adapter_and_kafka_s_raft_client(in_built_cache):
+    classpath = adapter_command(TESTED)[6]
+    found = subprocess.run(
+        ["javap", "-cp", classpath, "org.apache.kafka.raft.KraftcheckNode", "org.apache.kafka.raft.KafkaRaftClient"], capture_output=True, text=True
+    )
+    assert found.returncode == 0, found.stderr
+    assert "class org.apache.kafka.raft.KafkaRaftClient" in found.stdout
+
+
+def test_changed_sources_rebuild(copied_build, maven_runs, monkeypatch, capsys):
+    monkeypatch.setattr(kafka_build, "source_hash", lambda version: f"changed {version}")
+    assert not is_built(TESTED)
+    assert build(TESTED) is True
+    assert maven_runs == [TESTED]
+    assert (copied_build / "stamp").read_text() == f"changed {TESTED}"
+    assert (copied_build / "kraftcheck-kafka-adapter.jar").is_file() and is_built(TESTED)
+    assert f"(its sources changed; cached in {copied_build})" in capsys.readouterr().err
+    assert not partials(copied_build.parents[2])
+
+
+def test_jars_gone_from_maven_s_repository_rebuild(copied_build):
+    classpath = copied_build / "classpath.txt"
+    classpath.write_text(classpath.read_text().strip() + ":/nowhere/gone.jar")
+    assert kafka_build._stale_reason(TESTED) == "jars it uses are gone from Maven's local repository"
+
+
+def interrupted_maven(version: str, out: Path) -> None:
+    """Maven stopped by Ctrl-C after writing what looks like a complete build."""
+    out.mkdir()
+    for name in ("kraftcheck-kafka-adapter.jar", "classpath.txt", "stamp"):
+        (out / name).write_text("")
+    raise KeyboardInterrupt
+
+
+@needs_maven  # the tools are checked before Maven runs
+def test_an_interrupted_build_leaves_nothing_that_looks_built(fresh_cache, monkeypatch):
+    monkeypatch.setattr(kafka_build, "_run_maven", interrupted_maven)
+    with pytest.raises(KeyboardInterrupt):
+        build(TESTED)
+    assert not build_dir(TESTED).exists() and not partials(fresh_cache) and not is_built(TESTED)
+
+
+def test_an_interrupted_rebuild_keeps_the_earlier_build(copied_build, monkeypatch):
+    monkeypatch.setattr(kafka_build, "_run_maven", interrupted_maven)
+    with pytest.raises(KeyboardInterrupt):
+        build(TESTED, force=True)
+    assert is_built(TESTED) and (copied_build / "stamp").read_text() == source_hash(TESTED)
+    assert not partials(copied_build.parents[2])
+
+
+# Maven's failures ----------------------------------------------------------------------
+
+
+@needs_maven
+def test_an_unresolvable_version_fails_plainly_and_leaves_no_build(fresh_cache, capsys):
+    assert main(["adapters", "build", "kafka", "--kafka-version", "3.9.99"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err and "\x1b" not in err
+    building, failed, *quoted = err.splitlines()
+    assert building.startswith("kraftcheck: building the Kafka adapter for Kafka 3.9.99 with Maven (first use;")
+    assert failed == (
+        "kraftcheck: cannot build the Kafka adapter for Kafka 3.9.99: Maven could not resolve Kafka 3.9.99's jars: the version "
+        "does not exist, or the repository (Maven Central) could not be reached. Maven said:"
+    )
+    assert 1 <= len(quoted) <= 21 and all(line.startswith("  ") for line in quoted)
+    assert any("3.9.99" in line and "could not be resolved" in line for line in quoted)
+    assert not build_dir("3.9.99").exists() and not partials(fresh_cache)
+
+
+COMPILE_FAILURE = """\x1b[0m\x1b[0m[ERROR] COMPILATION ERROR : 
+[ERROR] /src/KraftcheckNode.java:[4,17] incompatible types: java.lang.String cannot be converted to int
+[ERROR] /src/KraftcheckNode.java:[5,9] cannot find symbol
+  symbol:   class Foo
+[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.13.0:compile (default-compile) on project kraftcheck-kafka-adapter: Compilation failure: Compilation failure: 
+[ERROR] /src/KraftcheckNode.java:[4,17] incompatible types: java.lang.String cannot be converted to int
+[ERROR] -> [Help 1]
+[ERROR] 
+[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.
+\x1b[0m\x1b[0m"""
+
+
+def test_a_compile_failure_quotes_the_compiler_once():
+    assert maven_failure("4.3.1", COMPILE_FAILURE, 1) == (
+        "cannot build the Kafka adapter for Kafka 4.3.1: the adapter's Java sources do not compile against it. The compiler said:\n"
+        "  [ERROR] /src/KraftcheckNode.java:[4,17] incompatible types: java.lang.String cannot be converted to int\n"
+        "  [ERROR] /src/KraftcheckNode.java:[5,9] cannot find symbol\n"
+        "    symbol:   class Foo"
+    )
+
+
+def test_another_failure_quotes_maven_s_errors_at_most_20_lines():
+    output = "\n".join(f"\x1b[1;31m[ERROR] problem {n}\x1b[m" for n in range(25)) + "\n[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch."
+    message = maven_failure("4.3.1", output, 1).splitlines()
+    assert message[0] == "cannot build the Kafka adapter for Kafka 4.3.1: Maven failed (exit code 1). Maven said:"
+    assert message[1:] == [f"  [ERROR] problem {n}" for n in range(20)] + ["  ... (5 more lines)"]
+
+
+# the registry and the command line -----------------------------------------------------
+
+
+def test_the_registry_runs_the_built_adapter_in_a_shared_pool(in_built_cache):
+    with adapter_factory(f"kafka:{TESTED}") as make:
+        adapter = make()
+        assert adapter.command == shlex.join(adapter_command(TESTED))
+        assert make.pool is not None and make().pool is adapter.pool
+
+
+def test_plain_kafka_is_the_default_version(monkeypatch):
+    monkeypatch.setattr(kafka_build, "adapter_command", lambda version: ["node", version])
+    with adapter_factory("kafka") as make:
+        assert make().command == f"node {DEFAULT_VERSION}"
+    with adapter_factory("kafka:3.9.1") as make:
+        assert make().command == "node 3.9.1"
+
+
+@pytest.mark.parametrize("spec, message", [("kafka:2.8.0", f"Kafka 2.8.0 {TOO_OLD}"), ("kafka:", "Kafka version '' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)")])
+def test_the_registry_refuses_bad_versions(spec, message):
+    with pytest.raises(AdapterOptionError) as refused:
+        adapter_factory(spec)
+    assert str(refused.value) == message
+
+
+def test_an_unknown_adapter_s_message_lists_kafka():
+    with pytest.raises(AdapterOptionError, match=r"subprocess:COMMAND, kafka or kafka:VERSION \(see `kraftcheck adapters list`\)$"):
+        adapter_factory("telepathy")
+
+
+def test_cli_refuses_a_version_too_old_with_exit_2(capsys):
+    assert main(["adapters", "build", "kafka", "--kafka-version", "2.8.0"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"kraftcheck: Kafka 2.8.0 {TOO_OLD}\n"
+
+
+def test_cli_builds_only_kafka(capsys):
+    assert main(["adapters", "build", "reference"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "kraftcheck: cannot build 'reference': kafka is the only adapter kraftcheck builds (another version: kafka --kafka-version "
+        "VERSION); reference, reference:OPTIONS and mutant:NAME are built in, subprocess:COMMAND is built by its implementer\n"
+    )
+
+
+def test_cli_says_what_is_already_built_and_how_it_runs(in_built_cache, capsys):
+    assert main(["adapters", "build", "kafka", "--kafka-version", TESTED]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.splitlines() == [
+        f"already built: the Kafka adapter for Kafka {TESTED} in {in_built_cache}",
+        f"certify with: kraftcheck certify --adapter kafka:{TESTED}",
+        f"the command it runs: {shlex.join(adapter_command(TESTED))}",
+    ]
+
+
+def test_cli_lists_the_adapter_forms_and_what_is_built(in_built_cache, capsys):
+    assert main(["adapters", "list"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    rows = {line.split("  ")[0]: line for line in out.splitlines()[2:] if line}
+    assert {"reference", "reference:OPTIONS", "mutant:NAME", "subprocess:COMMAND", "kafka:3.9.1", "kafka:4.3.1 (kafka)", "kafka:VERSION"} <= set(rows)
+    assert rows["kafka:3.9.1"].endswith(f"built: {in_built_cache}")
+    assert rows["kafka:4.3.1 (kafka)"].endswith("not built: `kraftcheck adapters build kafka --kafka-version 4.3.1`")
+
+
+def test_cli_help_describes_the_adapters_command(capsys):
+    for argv in (["adapters", "--help"], ["adapters", "build", "--help"], ["certify", "--help"]):
+        with pytest.raises(SystemExit) as done:
+            main(argv)
+        assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "list the adapter forms and which Kafka versions are built" in text
+    assert "build the Kafka adapter now (otherwise built on first use)" in text
+    assert "--kafka-version VERSION" in text and "--force" in text
+    assert "or kafka[:VERSION], Apache Kafka's KafkaRaftClient (default version 4.3.1)" in text
