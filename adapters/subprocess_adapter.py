@@ -114,10 +114,13 @@ def _check_complete(path: str, raw: object, message: object) -> None:
 
 def _start_fields(header: Header) -> dict:
     """The start command's fields, every one the protocol lists (the trace header leaves defaults
-    out): a KRaft node's quorum-state file and log, or an ISR replica's log and high-watermark checkpoint."""
+    out): a KRaft node's quorum-state file and log, or an ISR replica's log and high-watermark
+    checkpoint; `down` only where a trace starts a node down with nothing persisted."""
     initial = header.initial
     if header.system == "kraft":
         persisted = {"epoch": initial.epoch, "leader_id": initial.leader_id, "voted_id": initial.voted_id, "log": initial.log}
+        if initial.down:
+            persisted["down"] = True
         return {"cluster": header.cluster, "node": header.node, "initial": persisted}
     return {"partition": header.partition, "node": header.node, "initial": {"log": initial.log, "high_watermark": initial.high_watermark}}
 

@@ -4,7 +4,7 @@ from model.config import NodeConfig
 from model.events import Response, Send, Shutdown
 from model.messages import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import Transition, become_follower, enter_role, observe_leader, replace
+from model.transitions import as_sent, Transition, become_follower, enter_role, observe_leader, replace
 from model.vote import cluster_id_conflicts
 from spec import errors
 
@@ -12,7 +12,7 @@ from spec import errors
 def handle_begin_request(config: NodeConfig, state: NodeState, source: int, request: BeginQuorumEpochRequest) -> Transition:
     def answer(s: NodeState, rules: tuple[str, ...], error: int = errors.NONE, *, top_error: int = errors.NONE, extra=()) -> Transition:
         response = BeginQuorumEpochResponse(ErrorCode=top_error, PartitionErrorCode=error, LeaderId=s.leader_id, LeaderEpoch=s.epoch)
-        return Transition(s, (Send(destination=source, message=response),) + extra, rules + ("COMMON-2",))
+        return Transition(s, (Send(destination=source, message=as_sent(config, response)),) + extra, rules + ("COMMON-2",))
 
     if not config.is_voter and config.choices.pick("VOTER-ONLY-1") == "reject":
         return answer(state, ("VOTER-ONLY-1",), errors.INCONSISTENT_VOTER_SET)

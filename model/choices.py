@@ -199,7 +199,8 @@ def allowed_transitions(step: Callable[[Any, Any, Any], Any], config: Any, state
         outcomes.append(Outcome(taken, transition, consulted))
         for name in consulted:
             if name not in fixed and name not in base:
-                pending += [fixed | {name: a} for a in alternatives(name, config.voters, config.node_id)[1:]]
+                excluded = -1 if config.options.discovery_includes_self else config.node_id  # OBS-2's voters: Options.discovery_includes_self
+                pending += [fixed | {name: a} for a in alternatives(name, config.voters, excluded)[1:]]
     return outcomes
 
 

@@ -213,7 +213,7 @@ def record(history: History, index: int, node_id: int, before: NodeState, after:
             changes["violations"] = history.violations | {"SAFE-5"}
         if after.high_watermark > before.high_watermark:
             known = {entry for entry, _ in history.committed}
-            fresh = tuple((r, after.epoch) for r in after.log[before.high_watermark : after.high_watermark] if r not in known)
+            fresh = tuple((r, after.epoch) for r in after.log[max(before.high_watermark, 0) : after.high_watermark] if r not in known)
             if fresh:
                 changes["committed"] = tuple(sorted(history.committed + fresh, key=lambda rc: rc[0].Offset))
     return replace(history, **changes) if changes else history

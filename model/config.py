@@ -23,6 +23,48 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     diverging_epoch: str = "at_most"
     # FETCH-REQ-6: most records in one Fetch response; 0 sends all (Kafka bounds it by MaxBytes).
     fetch_max_records: int = 0
+    # ELECT-4, VOTE-LOG-1: what a Vote request's LastOffset is. "last-record": the offset of the
+    # candidate's last record, -1 for an empty log, as the KIP's schema says; "end-offset": its log
+    # end offset (the next offset), as Kafka sends and reads it (KafkaRaftClient.buildVoteRequest,
+    # handleVoteRequest, which answers INVALID_REQUEST to a negative one).
+    vote_last_offset: str = "last-record"
+    # BOOT-1, OBS-2 for voters too (KIP-853, Kafka 3.9 on): every replica that knows no leader,
+    # voter or observer, looks for one by fetching from a voter, from its start on, and again on
+    # its request timer (KafkaRaftClient.pollUnattachedCommon, maybeSendFetchToAnyBootstrap). A
+    # node starts as one coming back from an empty persisted state, so its first Fetch is seen.
+    unattached_discovery: bool = False
+    # OBS-2: which voters "a random voter" ranges over. False: the other voters (the model's
+    # reading); True: every voter, the node itself included, as Kafka's bootstrap list of static
+    # voters does (RequestManager.findReadyBootstrapServer), so a node may fetch from itself.
+    discovery_includes_self: bool = False
+    # QSTATE-1: whether the quorum-state file keeps the vote once a leader is known in the epoch.
+    # True: the KIP's file holds both (and Kafka 4.x's); False: Kafka 3.x keeps the leader alone
+    # (ElectionState.withElectedLeader), and a follower never grants a vote in its epoch anyway.
+    vote_kept_with_leader: bool = True
+    # HW-1..4: whether a node may not know its high watermark (-1 on the wire and when observed).
+    # False: it starts at 0 and a new leader keeps the one it had (the model's reading); True:
+    # unknown after a start and at a new leader until it commits in its epoch, as Kafka's
+    # EpochState.highWatermark() (an Optional) is; a follower keeps its own when the leader's is
+    # unknown (KafkaRaftClient.updateFollowerHighWatermark).
+    unknown_high_watermark: bool = False
+    # FETCH-SEND-2: after a Fetch answered with an error that changes nothing (no newer epoch or
+    # leader), False: the next Fetch goes out at once (the model's reading); True: it waits for a
+    # backoff, in the model's time the request timer, as Kafka's RequestManager.onResponseResult
+    # puts the connection in BACKING_OFF.
+    fetch_backoff_after_error: bool = False
+    # COMMON-2 against a top-level error (INCONSISTENT_CLUSTER_ID): False: the response still
+    # carries the responder's leader and epoch (the model's reading of "every response");
+    # True: it carries the error alone, every other field at its schema default, as Kafka answers
+    # a request it rejects before reading its partitions (e.g. `new VoteResponseData().setErrorCode`).
+    top_level_error_alone: bool = False
+    # PROGRESS-1: a leader that no majority fetched from within the check-quorum timeout.
+    # False: it starts an election (the model's reading); True: it resigns, sending EndQuorumEpoch
+    # (KafkaRaftClient.pollLeader: timeUntilCheckQuorumExpires == 0 -> transitionToResigned).
+    progress_timeout_resigns: bool = False
+    # QSTATE-4: a node restarted from a quorum-state file naming itself leader is resigned.
+    # False: it sends nothing; True: it sends EndQuorumEpoch, with no preferred successor, to the
+    # other voters (QuorumState.initialize -> ResignedState; KafkaRaftClient.pollResigned).
+    restart_resigned_ends_epoch: bool = False
     # Faulty variants, each breaking one rule on purpose (the checker must find them).
     hw_any_epoch: bool = False  # HW-1 ignored: commit entries of earlier epochs by counting
     vote_without_log_check: bool = False  # VOTE-REQ-4B: grant without the up-to-date check
@@ -34,6 +76,12 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
 PROFILES: dict[str, Options] = {
     "kip595": Options(),
     "kip595-literal-diverging": Options(diverging_epoch="below"),
+    # Apache Kafka 3.9 (adapters/kafka/README.md): KIP-595 with Kafka's readings of what the KIP
+    # leaves open and the later KIPs it implements.
+    "kafka-3.9": Options(
+        vote_last_offset="end-offset", unattached_discovery=True, discovery_includes_self=True, vote_kept_with_leader=False, unknown_high_watermark=True,
+        fetch_backoff_after_error=True, top_level_error_alone=True, progress_timeout_resigns=True, restart_resigned_ends_epoch=True,
+    ),
 }
 
 FAULTY_PROFILES: dict[str, Options] = {

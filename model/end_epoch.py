@@ -4,7 +4,7 @@ from model.config import NodeConfig
 from model.events import Response, Send, SetTimer, TimerKind
 from model.messages import EndQuorumEpochRequest, EndQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import NO_OUTPUTS, Transition, enter_role, become_candidate, observe_leader
+from model.transitions import as_sent, NO_OUTPUTS, Transition, enter_role, become_candidate, observe_leader
 from model.vote import cluster_id_conflicts
 from spec import errors
 
@@ -34,7 +34,7 @@ def successor_backoff_ms(config: NodeConfig, position: int) -> int:
 def handle_end_request(config: NodeConfig, state: NodeState, source: int, request: EndQuorumEpochRequest) -> Transition:
     def answer(s: NodeState, rules: tuple[str, ...], error: int = errors.NONE, *, top_error: int = errors.NONE, extra=()) -> Transition:
         response = EndQuorumEpochResponse(ErrorCode=top_error, PartitionErrorCode=error, LeaderId=s.leader_id, LeaderEpoch=s.epoch)
-        return Transition(s, (Send(destination=source, message=response),) + extra, rules + ("COMMON-2",))
+        return Transition(s, (Send(destination=source, message=as_sent(config, response)),) + extra, rules + ("COMMON-2",))
 
     if not config.is_voter:
         return answer(state, ("VOTER-ONLY-1",), errors.INCONSISTENT_VOTER_SET)

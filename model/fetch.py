@@ -6,6 +6,7 @@ from model.events import Response, Send, Shutdown
 from model.messages import FetchRequest, FetchResponse, LeaderIdAndEpoch
 from model.state import NodeState, Role
 from model.transitions import (
+    as_sent,
     NO_OUTPUTS,
     Transition,
     advance_high_watermark,
@@ -29,7 +30,7 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
             CurrentLeader=LeaderIdAndEpoch(LeaderId=s.leader_id, LeaderEpoch=s.epoch),
             Records=records,
         )
-        return Transition(s, (Send(destination=source, message=response),) + extra, rules + ("COMMON-2",))
+        return Transition(s, (Send(destination=source, message=as_sent(config, response)),) + extra, rules + ("COMMON-2",))
 
     if cluster_id_conflicts(config, request.ClusterId):
         return answer(state, ("FETCH-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
@@ -103,6 +104,8 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
         return Transition(state, NO_OUTPUTS, ())
     diverging = response.DivergingEpoch.Epoch != -1 and response.PartitionErrorCode in (errors.NONE, errors.OFFSET_OUT_OF_RANGE)
     if not diverging and (response.PartitionErrorCode != errors.NONE or response.ErrorCode != errors.NONE):
+        if config.options.fetch_backoff_after_error:
+            return Transition(state, NO_OUTPUTS, ("FETCH-SEND-2",))  # the request timer re-sends it
         retrying, outputs = send_fetch(config, state)
         return Transition(retrying, outputs, ("FETCH-RESP-1",) if fenced else ("FETCH-SEND-2", "FETCH-SEND-1"))
     if diverging:
@@ -119,9 +122,11 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
 
 
 def replicate(state: NodeState, response: FetchResponse) -> NodeState:
-    """FETCH-RESP-3, HW-4: append the records if they start at the log end, then take the high watermark."""
+    """FETCH-RESP-3, HW-4: append the records if they start at the log end, then take the high
+    watermark, unless the leader does not know it (-1: the follower keeps its own)."""
     log = state.log
     records = response.Records or ()
     if records and records[0].Offset == len(log):
         log = log + tuple(records)
-    return replace(state, log=log, high_watermark=min(response.HighWatermark, len(log)))
+    known = response.HighWatermark >= 0
+    return replace(state, log=log, high_watermark=min(response.HighWatermark, len(log)) if known else state.high_watermark)

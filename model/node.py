@@ -61,8 +61,17 @@ UNCHANGED: tuple[str, ...] = ()
 
 
 def initial_state(config: NodeConfig) -> NodeState:
-    """A node on a freshly bootstrapped cluster: epoch 0, no leader, no vote, empty log."""
-    return NodeState(role=Role.UNATTACHED if config.is_voter else Role.OBSERVER)
+    """A node on a freshly bootstrapped cluster: epoch 0, no leader, no vote, empty log. With
+    Options.unattached_discovery it is down until it starts, as from an empty persisted state,
+    so that what it sends on starting is an output like any other."""
+    if config.options.unattached_discovery:
+        return NodeState(role=Role.DOWN)
+    return NodeState(role=Role.UNATTACHED if config.is_voter else Role.OBSERVER, high_watermark=unknown_or_zero(config))
+
+
+def unknown_or_zero(config: NodeConfig) -> int:
+    """The high watermark a node starts with: not persisted, so unknown (-1) where it can be (Options.unknown_high_watermark)."""
+    return -1 if config.options.unknown_high_watermark else 0
 
 
 def step(config: NodeConfig, state: NodeState, event: Event) -> Transition:
@@ -93,6 +102,8 @@ def armed_timers(config: NodeConfig, state: NodeState) -> tuple[TimerKind, ...]:
         return (TimerKind.FETCH_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
     if role == Role.CANDIDATE:
         return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
+    if role == Role.UNATTACHED and config.options.unattached_discovery:
+        return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
     if role in (Role.UNATTACHED, Role.RESIGNED):
         return (TimerKind.ELECTION_TIMEOUT,)
     if role == Role.LEADER:
@@ -114,6 +125,9 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
     elif kind == TimerKind.PROGRESS_TIMEOUT and role == Role.LEADER:
         if len(state.fetched) >= config.majority:
             return Transition(replace(state, fetched=frozenset((config.node_id,))), NO_OUTPUTS, ("PROGRESS-1",))
+        if config.options.progress_timeout_resigns:
+            resigned = resign(config, state)
+            return Transition(resigned.state, resigned.outputs, ("PROGRESS-1",) + resigned.rules)
         return candidacy(config, state, "PROGRESS-1")
     elif kind == TimerKind.REQUEST_TIMEOUT:
         return retry_requests(config, state)
@@ -131,7 +145,7 @@ def candidacy(config: NodeConfig, state: NodeState, reason: str) -> Transition:
 def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
     """RETRY-1: re-send what is unanswered: the Fetch, the Vote requests, the BeginQuorumEpochs."""
     role = state.role
-    if role in (Role.FOLLOWER, Role.OBSERVER):
+    if role in (Role.FOLLOWER, Role.OBSERVER) or (role == Role.UNATTACHED and config.options.unattached_discovery):
         fetching, outputs = send_fetch(config, state)
         return Transition(fetching, outputs, ("RETRY-1", "FETCH-SEND-1"))
     if role in (Role.CANDIDATE, Role.LEADER) and config.choices.pick("RETRY-1") == "nothing":
@@ -160,10 +174,14 @@ def on_client_append(config: NodeConfig, state: NodeState, value: int) -> Transi
 def restart(config: NodeConfig, state: NodeState) -> Transition:
     """QSTATE-3/4: come back from the quorum-state file and the log; volatile state starts afresh."""
     voted_id = -1 if config.options.forget_vote_on_restart else state.voted_id
-    durable = NodeState(role=Role.DOWN, epoch=state.epoch, leader_id=state.leader_id, voted_id=voted_id, log=state.log)
+    durable = NodeState(role=Role.DOWN, epoch=state.epoch, leader_id=state.leader_id, voted_id=voted_id, log=state.log, high_watermark=unknown_or_zero(config))
     me = config.node_id
     if durable.leader_id == me:
-        return Transition(replace(durable, role=Role.RESIGNED), NO_OUTPUTS, ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
+        outputs = NO_OUTPUTS
+        if config.options.restart_resigned_ends_epoch:
+            ending = EndQuorumEpochRequest(ClusterId=config.cluster_id, ReplicaId=me, LeaderId=me, LeaderEpoch=durable.epoch, PreferredSuccessors=())
+            outputs = tuple(Send(destination=v, message=ending) for v in config.voters if v != me)
+        return Transition(replace(durable, role=Role.RESIGNED), outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
     if durable.leader_id != -1:
         follower, outputs = become_follower(config, durable, durable.leader_id, durable.epoch)
         return Transition(follower, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4", "FETCH-SEND-1"))

@@ -79,7 +79,7 @@ def committed_prefixes_agree(cluster: Cluster, state: ClusterState) -> str | Non
     nodes = list(zip(cluster.ids, state.nodes))
     for a, (id_a, node_a) in enumerate(nodes):
         for id_b, node_b in nodes[a + 1 :]:
-            common = min(node_a.high_watermark, node_b.high_watermark)
+            common = max(min(node_a.high_watermark, node_b.high_watermark), 0)  # -1: unknown (Options.unknown_high_watermark)
             if node_a.log[:common] != node_b.log[:common]:
                 return f"nodes {id_a} and {id_b} disagree below high watermark {common}"
     return None

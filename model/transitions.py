@@ -32,6 +32,14 @@ class Transition(NamedTuple):
     rules: tuple[str, ...]
 
 
+def as_sent(config: NodeConfig, response: object) -> object:
+    """COMMON-2: a response as the node sends it; one carrying a top-level error carries nothing
+    else under Options.top_level_error_alone (every other field at its schema default)."""
+    if config.options.top_level_error_alone and response.ErrorCode != 0:
+        return type(response)(ErrorCode=response.ErrorCode)
+    return response
+
+
 def enter_role(state: NodeState, role: Role, **changes: object) -> NodeState:
     """The state in a new role with every volatile role field cleared unless given."""
     cleared = {
@@ -67,13 +75,14 @@ def send_fetch(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[O
         where = config.choices.pick("OBS-2") if targets else "every-voter"
         if where != "every-voter":
             wanted = int(where.rpartition(":")[2])
-            targets = (wanted if wanted in targets else targets[0],)
+            candidates = config.voters if config.options.discovery_includes_self else targets
+            targets = (wanted if wanted in candidates else targets[0],)
     return replace(state, fetching=request), tuple(Send(destination=t, message=request) for t in targets)
 
 
 def become_follower(config: NodeConfig, state: NodeState, leader_id: int, epoch: int) -> tuple[NodeState, tuple[Output, ...]]:
     """Persist the leader and epoch, then fetch from it (BEGIN-REQ-4, COMMON-3)."""
-    voted_id = state.voted_id if epoch == state.epoch else -1
+    voted_id = state.voted_id if epoch == state.epoch and config.options.vote_kept_with_leader else -1
     log = state.log[: state.high_watermark] if config.options.truncate_to_hw else state.log
     role = Role.FOLLOWER if config.is_voter else Role.OBSERVER
     following = enter_role(state, role, epoch=epoch, leader_id=leader_id, voted_id=voted_id, log=log)
@@ -85,20 +94,25 @@ def become_unattached(config: NodeConfig, state: NodeState, epoch: int, *, disco
     voted_id = state.voted_id if epoch == state.epoch else -1
     role = Role.UNATTACHED if config.is_voter else Role.OBSERVER
     unattached = enter_role(state, role, epoch=epoch, leader_id=-1, voted_id=voted_id)
-    if discover or not config.is_voter:
+    if discover or not config.is_voter or config.options.unattached_discovery:
         return send_fetch(config, unattached)
     return unattached, NO_OUTPUTS
 
 
 def vote_request(config: NodeConfig, state: NodeState) -> VoteRequest:
-    last = state.log[-1] if state.log else None
+    last_offset = len(state.log) - 1
     return VoteRequest(
         ClusterId=config.cluster_id,
         CandidateEpoch=state.epoch,
         CandidateId=config.node_id,
-        LastOffsetEpoch=last.Epoch if last else 0,
-        LastOffset=last.Offset if last else -1,
+        LastOffsetEpoch=logs.last_epoch(state.log),
+        LastOffset=last_offset + 1 if config.options.vote_last_offset == "end-offset" else last_offset,
     )
+
+
+def last_record_offset(config: NodeConfig, request: VoteRequest) -> int:
+    """The offset of the candidate's last record, whichever way its LastOffset is read (Options.vote_last_offset)."""
+    return request.LastOffset - 1 if config.options.vote_last_offset == "end-offset" else request.LastOffset
 
 
 def request_votes(config: NodeConfig, state: NodeState) -> tuple[Output, ...]:
@@ -144,6 +158,8 @@ def become_leader(config: NodeConfig, state: NodeState) -> tuple[NodeState, tupl
         state,
         Role.LEADER,
         leader_id=me,
+        voted_id=state.voted_id if config.options.vote_kept_with_leader else -1,
+        high_watermark=-1 if config.options.unknown_high_watermark else state.high_watermark,
         log=log,
         endorsed=frozenset((me,)),
         fetched=frozenset((me,)),

@@ -4,7 +4,7 @@ from model import log as logs
 from model.config import NodeConfig
 from model.messages import VoteRequest, VoteResponse
 from model.state import NodeState, Role
-from model.transitions import Transition, become_leader, become_unattached, election_timer, observe_leader, replace
+from model.transitions import as_sent, Transition, become_leader, become_unattached, election_timer, last_record_offset, observe_leader, replace
 from model.events import Response, Send
 from spec import errors
 
@@ -19,7 +19,7 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
         response = VoteResponse(
             ErrorCode=top_error, PartitionErrorCode=error, LeaderId=s.leader_id, LeaderEpoch=s.epoch, VoteGranted=granted
         )
-        return Transition(s, extra + (Send(destination=source, message=response),), rules + ("COMMON-2",))
+        return Transition(s, extra + (Send(destination=source, message=as_sent(config, response)),), rules + ("COMMON-2",))
 
     if not config.is_voter:
         return answer(state, False, ("VOTER-ONLY-1",), error=errors.INCONSISTENT_VOTER_SET)
@@ -42,7 +42,7 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
         return answer(state, False, rules + ("VOTE-REQ-3A",), extra=outputs)
     if stranger:
         return answer(state, False, rules + ("VOTE-REQ-4A",), error=errors.INCONSISTENT_VOTER_SET, extra=outputs + (election_timer(config),))
-    up_to_date = logs.is_up_to_date(request.LastOffsetEpoch, request.LastOffset, state.log)
+    up_to_date = logs.is_up_to_date(request.LastOffsetEpoch, last_record_offset(config, request), state.log)
     if not up_to_date and not config.options.vote_without_log_check:
         return answer(state, False, rules + ("VOTE-REQ-4B", "VOTE-LOG-1"), extra=outputs)
     voted = replace(state, voted_id=request.CandidateId)

@@ -72,7 +72,9 @@ class Persisted(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, f
     node; the log and the high-watermark checkpoint of an ISR replica.
 
     A node whose persisted state is empty starts as a freshly bootstrapped one, without
-    outputs; any other node starts shut down, and its trace begins with a restart.
+    outputs; any other node starts shut down, and its trace begins with a restart. `down` starts
+    a node shut down with nothing persisted: under a profile whose nodes send requests as they
+    start (kafka-3.9's unattached_discovery), so that those requests are the first step's.
     """
 
     epoch: int = 0
@@ -80,6 +82,7 @@ class Persisted(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, f
     voted_id: int = -1
     log: tuple[Record, ...] = ()
     high_watermark: int = 0  # ISR replicas only
+    down: bool = False
 
     @property
     def empty(self) -> bool:

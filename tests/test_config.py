@@ -107,6 +107,17 @@ def test_default_options_are_the_kip_as_the_model_reads_it():
 EXPECTED_PROFILES = {
     "kip595": {},
     "kip595-literal-diverging": {"diverging_epoch": "below"},
+    "kafka-3.9": {
+        "vote_last_offset": "end-offset",
+        "unattached_discovery": True,
+        "discovery_includes_self": True,
+        "vote_kept_with_leader": False,
+        "unknown_high_watermark": True,
+        "fetch_backoff_after_error": True,
+        "top_level_error_alone": True,
+        "progress_timeout_resigns": True,
+        "restart_resigned_ends_epoch": True,
+    },
     "faulty-hw-any-epoch": {"hw_any_epoch": True},
     "faulty-vote-no-log-check": {"vote_without_log_check": True},
     "faulty-forget-vote": {"forget_vote_on_restart": True},
@@ -117,7 +128,7 @@ EXPECTED_PROFILES = {
 
 
 def test_profile_names():
-    assert set(PROFILES) == {"kip595", "kip595-literal-diverging"}
+    assert set(PROFILES) == {"kip595", "kip595-literal-diverging", "kafka-3.9"}
     assert set(FAULTY_PROFILES) == set(EXPECTED_PROFILES) - set(PROFILES)
     assert all(name.startswith("faulty-") for name in FAULTY_PROFILES)
 

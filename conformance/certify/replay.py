@@ -342,7 +342,8 @@ def trace_files(corpus: Path, verify: bool = True) -> list[Path]:
         return [corpus]
     if not corpus.is_dir():
         raise traces.TraceError(f"{corpus}: no such corpus directory or trace file")
-    found = sorted(p for p in corpus.rglob("*") if p.suffix in (".jsonl", ".msgpack") and p.is_file())
+    nested = {manifest.parent for manifest in corpus.rglob("manifest.json") if manifest.parent != corpus}  # other corpora, of other profiles
+    found = sorted(p for p in corpus.rglob("*") if p.suffix in (".jsonl", ".msgpack") and p.is_file() and nested.isdisjoint(p.parents))
     if not found:
         raise traces.TraceError(f"{corpus}: no trace files (*.jsonl, *.msgpack)")
     return verified_files(corpus, found) if verify else found

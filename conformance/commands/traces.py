@@ -9,15 +9,21 @@ from tabulate import tabulate
 
 from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, check_corpus_directory, generate, write_corpus
 from conformance.diagrams.traces import trace_svg
-from conformance.explore.configs import resolve
+from conformance.explore.configs import CheckConfig, resolve
 from conformance.outputs import OutputError
 from conformance.text import wrapped_table
+from model.config import ConfigError
 from spec import trace as traces
 
 
 def generate_corpus(args: argparse.Namespace) -> int:
     names = args.config or list(CORPUS_CONFIGS)
-    configs = [(name, resolve(name, {})) for name in names]
+    if args.profile:  # a profile's corpus: its KRaft searches under that profile (ISR replicas have none)
+        named = [(name, resolve(name, {})) for name in names]
+        names = [name for name, config in named if isinstance(config, CheckConfig)]
+        if not names:
+            raise ConfigError(f"--profile {args.profile}: none of the configurations is a KRaft one")
+    configs = [(name, resolve(name, {"profile": args.profile})) for name in names]
     check_corpus_directory(Path(args.out))
     options = GenerateOptions(max_states=args.max_states, walks=args.walks, walk_steps=args.walk_steps, seed=args.seed)
     corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr))

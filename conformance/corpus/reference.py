@@ -29,6 +29,8 @@ def build_trace(
     model = model_for(setting)
     config = model.config(setting, node)
     state = model.start(config, initial)
+    if initial.empty and model.observe(state).role == "down":
+        initial = Persisted(down=True)  # the profile starts nodes down: the implementation must know
     steps = []
     for number, event in enumerate(inputs, start=1):
         default, *others = allowed_transitions(model.step, config, state, event)

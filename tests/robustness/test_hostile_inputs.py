@@ -274,7 +274,8 @@ def copied_corpus(tmp_path: Path) -> Path:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for path in DEFAULT_CORPUS.iterdir():
-        (corpus / path.name).write_bytes(path.read_bytes())
+        if path.is_file():  # the KIP-595 corpus; a profile's corpus beside it is a directory of its own
+            (corpus / path.name).write_bytes(path.read_bytes())
     return corpus
 
 

@@ -73,12 +73,12 @@ final class DrivenNode {
         messages = new Messages(nodeId, voters, MockNetworkChannel.LISTENER_NAME);
         log = Release.newLog(Messages.PARTITION, Messages.TOPIC_ID, new LogContext("[node " + nodeId + "] "));
         JsonNode initial = start.path("initial");
-        boolean fresh = initial.path("epoch").asInt() == 0 && initial.path("leader_id").asInt() == -1
+        boolean empty = initial.path("epoch").asInt() == 0 && initial.path("leader_id").asInt() == -1
             && initial.path("voted_id").asInt() == -1 && initial.path("log").isEmpty();
-        if (fresh) {
-            bringUp();
-        } else {
+        if (!empty) {
             persist(initial);
+        } else if (!initial.path("down").asBoolean()) {
+            bringUp();
         }
     }
 
@@ -316,7 +316,7 @@ final class DrivenNode {
             ElectionState election = store.readElectionState().orElseThrow();
             state.put("role", role()).put("epoch", quorum.epoch()).put("leader_id", quorum.leaderId().orElse(-1))
                 .put("voted_id", election.optionalVotedKey().map(ReplicaKey::id).orElse(-1))
-                .put("high_watermark", quorum.highWatermark().map(LogOffsetMetadata::offset).orElse(0L));
+                .put("high_watermark", quorum.highWatermark().map(LogOffsetMetadata::offset).orElse(-1L));
         }
         state.put("log_end_offset", records.size());
         ArrayNode entries = state.putArray("log");

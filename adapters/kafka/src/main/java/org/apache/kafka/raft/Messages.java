@@ -3,6 +3,7 @@ package org.apache.kafka.raft;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.common.TopicPartition;
@@ -132,7 +133,7 @@ final class Messages {
                 .put("HighWatermark", partition.highWatermark());
             reply.putObject("DivergingEpoch").put("Epoch", partition.divergingEpoch().epoch()).put("EndOffset", partition.divergingEpoch().endOffset());
             reply.putObject("CurrentLeader").put("LeaderId", partition.currentLeader().leaderId()).put("LeaderEpoch", partition.currentLeader().leaderEpoch());
-            reply.set("Records", records(partition.records() == null ? List.of() : Release.fetchedRecords(partition)));
+            reply.set("Records", partition.records() == null ? NullNode.getInstance() : records(Release.fetchedRecords(partition)));
             return reply;
         } else if (data instanceof DescribeQuorumResponseData describe) {
             DescribeQuorumResponseData.PartitionData partition = describe.topics().isEmpty() ? new DescribeQuorumResponseData.PartitionData() : describe.topics().get(0).partitions().get(0);

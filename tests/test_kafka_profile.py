@@ -1,0 +1,154 @@
+"""The kafka-3.9 profile: the model options that read KIP-595 as Apache Kafka 3.9 does (each
+one checked against KIP-595 as written on the same step), and the profile's own corpus."""
+
+import msgspec
+
+from adapters.model_adapter import ModelAdapter
+from conformance.certify.replay import replay, trace_files
+from conformance.corpus.generate import CORPUS_CONFIGS, DEFAULT_CORPUS, GenerateOptions, generate, write_corpus
+from conformance.explore.check import system_for
+from conformance.explore.configs import CheckConfig, resolve
+from conformance.explore.engine import explore
+from model import node as nodes
+from model.choices import allowed_transitions
+from model.config import ClusterConfig
+from model.events import Request, Response, Restart, Send
+from model.messages import BeginQuorumEpochRequest, FetchRequest, FetchResponse, LeaderChangeMessage, LeaderIdAndEpoch, Record, VoteRequest, VoteResponse
+from model.state import NodeState, Role
+from spec import errors
+from spec import trace as traces
+
+PROFILE_CORPUS = DEFAULT_CORPUS / "kafka-3.9"
+
+
+def config(profile: str, node: int = 1):
+    return ClusterConfig(voters=(1, 2, 3), profile=profile).node(node)
+
+
+def sends(transition) -> list[tuple[int, object]]:
+    return [(o.destination, o.message) for o in transition.outputs if type(o) is Send]
+
+
+def vote_answer(transition) -> VoteResponse:
+    return next(message for _, message in sends(transition) if type(message) is VoteResponse)
+
+
+def fetch(replica: int, epoch: int = 0, offset: int = 0, last_epoch: int = 0) -> FetchRequest:
+    return FetchRequest(ClusterId="kraft-cluster", ReplicaId=replica, CurrentLeaderEpoch=epoch, FetchOffset=offset, LastFetchedEpoch=last_epoch)
+
+
+def test_a_kafka_node_starts_down_and_its_start_looks_for_the_leader():
+    """unattached_discovery: started as from an empty persisted state, a voter fetches to find
+    the leader (here from every other voter, the default reading of OBS-2), its high watermark
+    unknown; KIP-595 as written starts it unattached and silent."""
+    assert nodes.initial_state(config("kip595")) == NodeState(role=Role.UNATTACHED)
+    kafka = config("kafka-3.9")
+    assert nodes.initial_state(kafka) == NodeState(role=Role.DOWN)
+    started = nodes.step(kafka, nodes.initial_state(kafka), Restart())
+    assert sends(started) == [(2, fetch(1)), (3, fetch(1))]
+    assert (started.state.role, started.state.high_watermark) == (Role.UNATTACHED, -1)
+
+
+def test_a_kafka_node_may_fetch_from_itself_to_find_the_leader():
+    """discovery_includes_self: OBS-2's one-voter alternatives range over every voter, the node
+    itself included, as Kafka's bootstrap list does; as written, over the other voters only."""
+    for profile, voters in (("kip595", {2, 3}), ("kafka-3.9", {1, 2, 3})):
+        chosen = config(profile)
+        down = NodeState(role=Role.DOWN)
+        outcomes = allowed_transitions(nodes.step, chosen, down, Restart())
+        one_voter = {dict(o.picks)["OBS-2"] for o in outcomes} - {"every-voter"}
+        assert one_voter == {f"one-voter:{v}" for v in voters}, profile
+        if profile == "kafka-3.9":
+            itself = next(o for o in outcomes if dict(o.picks)["OBS-2"] == "one-voter:1")
+            assert sends(itself.transition) == [(1, fetch(1))]
+
+
+def test_a_vote_request_carries_the_log_end_offset_under_kafka():
+    """vote_last_offset: a candidate with one record sends LastOffset 1 (its end offset) under
+    kafka-3.9, 0 (its last record) as written; a voter with that same record grants either way."""
+    record = Record(Offset=0, Epoch=1, Value=LeaderChangeMessage(LeaderId=1, VotedIds=(1, 2)))
+    for profile, last_offset in (("kip595", 0), ("kafka-3.9", 1)):
+        candidate = NodeState(role=Role.FOLLOWER, epoch=1, leader_id=2, log=(record,))
+        elected = nodes.on_timer(config(profile), candidate, nodes.TimerKind.FETCH_TIMEOUT)
+        request = VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=2, CandidateId=1, LastOffsetEpoch=1, LastOffset=last_offset)
+        assert sends(elected)[0] == (2, request), profile
+        voter = NodeState(role=Role.FOLLOWER, epoch=1, leader_id=2, log=(record,))
+        granted = nodes.step(config(profile, 3), voter, Request(source=1, message=request))
+        assert vote_answer(granted).VoteGranted, profile
+        shorter = msgspec.structs.replace(request, LastOffset=last_offset - 1)
+        refused = nodes.step(config(profile, 3), voter, Request(source=1, message=shorter))
+        assert not vote_answer(refused).VoteGranted, profile
+
+
+def test_kafka_3_9_keeps_no_vote_once_the_leader_is_known():
+    """vote_kept_with_leader False: a voter that voted for 2 and then learns 2 leads keeps the
+    leader alone in its quorum-state file; as written it keeps both."""
+    voted = NodeState(role=Role.UNATTACHED, epoch=1, voted_id=2)
+    begin = Request(source=2, message=BeginQuorumEpochRequest(ClusterId="kraft-cluster", LeaderId=2, LeaderEpoch=1))
+    for profile, kept in (("kip595", 2), ("kafka-3.9", -1)):
+        following = nodes.step(config(profile), voted, begin).state
+        assert (following.role, following.leader_id, following.voted_id) == (Role.FOLLOWER, 2, kept), profile
+
+
+def test_a_new_kafka_leader_does_not_know_its_high_watermark_until_it_commits():
+    """unknown_high_watermark: elected, the leader's high watermark is unknown (-1 in its Fetch
+    responses) until a majority holds a record of its epoch; as written it keeps the one it had."""
+    candidate = NodeState(role=Role.CANDIDATE, epoch=1, voted_id=1, granted=frozenset({1}), high_watermark=0)
+    vote = VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=1, LastOffsetEpoch=0, LastOffset=0)
+    granted = Response(source=2, message=VoteResponse(LeaderId=-1, LeaderEpoch=1, VoteGranted=True), request=vote)
+    for profile, unknown in (("kip595", 0), ("kafka-3.9", -1)):
+        leader = nodes.step(config(profile), candidate, granted).state
+        assert (leader.role, leader.high_watermark) == (Role.LEADER, unknown), profile
+        answered = nodes.step(config(profile), leader, Request(source=2, message=fetch(2, 1)))
+        assert sends(answered)[0][1].HighWatermark == unknown, profile
+        caught_up = nodes.step(config(profile), leader, Request(source=2, message=fetch(2, 1, 1, 1))).state
+        assert caught_up.high_watermark == 1, profile
+
+
+def test_kafka_backs_off_before_fetching_again_after_an_error():
+    """fetch_backoff_after_error: an observer's Fetch answered NOT_LEADER_OR_FOLLOWER, with no
+    leader named, is sent again on the request timer under kafka-3.9, at once as written."""
+    observer_config = ClusterConfig(voters=(1, 2, 3), observers=(4,), profile="kafka-3.9").node(4)
+    request = fetch(4)
+    looking = NodeState(role=Role.OBSERVER, fetching=request)
+    refused = FetchResponse(PartitionErrorCode=errors.NOT_LEADER_OR_FOLLOWER, CurrentLeader=LeaderIdAndEpoch(LeaderId=-1, LeaderEpoch=0), Records=())
+    answered = Response(source=2, message=refused, request=request)
+    assert sends(nodes.step(observer_config, looking, answered)) == []
+    assert sends(nodes.on_timer(observer_config, looking, nodes.TimerKind.REQUEST_TIMEOUT)) == [(1, request), (2, request), (3, request)]
+    written = ClusterConfig(voters=(1, 2, 3), observers=(4,)).node(4)
+    assert sends(nodes.step(written, looking, answered)) == [(1, request), (2, request), (3, request)]
+
+
+def test_the_shipped_kafka_corpus_is_what_the_generator_writes(tmp_path):
+    """`kraftcheck traces generate --profile kafka-3.9`: the KRaft searches under the profile, same bytes."""
+    kraft = [name for name in CORPUS_CONFIGS if isinstance(resolve(name, {}), CheckConfig)]
+    corpus, manifest = generate([(name, resolve(name, {"profile": "kafka-3.9"})) for name in kraft], GenerateOptions())
+    write_corpus(tmp_path / "kafka", corpus, manifest)
+    written = sorted(p.name for p in (tmp_path / "kafka").iterdir())
+    assert written == sorted(p.name for p in PROFILE_CORPUS.iterdir())
+    for name in written:
+        assert (tmp_path / "kafka" / name).read_bytes() == (PROFILE_CORPUS / name).read_bytes(), name
+
+
+def test_the_reference_passes_every_trace_of_the_kafka_corpus():
+    files = trace_files(PROFILE_CORPUS)
+    assert len(files) > 500
+    failing = [path.name for path in files if not replay(ModelAdapter("reference"), traces.read(path), str(path)).passed]
+    assert failing == []
+    assert all(traces.read(path).header.initial == traces.Persisted(down=True) for path in files)  # each starts down, then restarts
+
+
+def test_the_default_corpus_leaves_the_profile_corpora_out():
+    """A directory of traces/ with a manifest of its own is another corpus: certifying traces/ replays KIP-595's only."""
+    shipped = trace_files(DEFAULT_CORPUS)
+    assert not any(PROFILE_CORPUS in path.parents for path in shipped)
+    assert all(traces.read(path).header.setting.__class__.__name__ != "TraceCluster" or traces.read(path).header.cluster.profile == "kip595" for path in shipped[::25])
+
+
+def test_the_smoke_configuration_under_the_kafka_profile_is_safe():
+    """`kraftcheck check --config smoke --profile kafka-3.9`: exhausted, every property holding
+    (pinned counts: the profile's nodes start down and fetch to find the leader, so the space
+    differs from KIP-595's)."""
+    result = explore(system_for(resolve("smoke", {"profile": "kafka-3.9"})))
+    assert result.complete and not result.counterexamples
+    assert (result.distinct, result.generated, result.depth) == (8085, 20786, 28)
