@@ -42,6 +42,11 @@ class AdapterFactory:
     def __call__(self) -> Adapter:
         return self.make()
 
+    @property
+    def implementation(self) -> str:
+        """What a subprocess implementation said it is in its reply to start ("" if nothing)."""
+        return self.pool.implementation if self.pool is not None else ""
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()

@@ -43,11 +43,12 @@ PROTOCOL = 2  # the newest protocol version kraftcheck speaks: 2 adds `reset`, o
 
 class _Reply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The reply to start: optionally the optional capabilities the node lacks
-    (spec.trace.CAPABILITIES) and the protocol version the implementation speaks."""
+    (spec.trace.CAPABILITIES), the protocol version the implementation speaks and what it is."""
 
     ok: bool
     lacks: tuple[str, ...] = ()
     protocol: int = 1
+    implementation: str = ""
 
 
 class _ResetReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -180,6 +181,7 @@ class SessionPool:
         self._busy: dict[subprocess.Popen, ProcessTree] = {}
         self._closed = False  # after close, a process given back is stopped and one set busy is killed
         self._lock = threading.Lock()
+        self.implementation = ""  # what the implementation says it is in its reply to start (the last one)
 
     def take(self) -> _Idle | None:
         with self._lock:
@@ -254,6 +256,8 @@ class SubprocessAdapter:
             raise AdapterError(f"start: the reply names protocol {started.protocol}; versions are 1 and {PROTOCOL}")
         self.lacks = frozenset(started.lacks)
         self._reusable = started.protocol >= 2 and self.pool is not None
+        if self.pool is not None and started.implementation:
+            self.pool.implementation = started.implementation
 
     def _spawn(self) -> None:
         try:

@@ -23,6 +23,10 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the Kafka adapter is bui
 CLUSTER = {"voters": [1, 2, 3], "observers": [], "cluster_id": "kraft-cluster", "profile": "kip595", "fetch_max_records": 0}
 FRESH = {"epoch": 0, "leader_id": -1, "voted_id": -1, "log": []}
 NOTHING = {"ok": True, "response": None, "append_result": None, "shutdown": False}
+IMPLEMENTATION = {  # the latest version of each RPC in each release, what two nodes of it speak to each other
+    "3.9.1": "Apache Kafka 3.9.1 KafkaRaftClient (static voters, kraft.version 0); RPC versions: Vote v1, BeginQuorumEpoch v1, EndQuorumEpoch v1, Fetch v17, DescribeQuorum v2",
+    "4.3.1": "Apache Kafka 4.3.1 KafkaRaftClient (static voters, kraft.version 0); RPC versions: Vote v2, BeginQuorumEpoch v1, EndQuorumEpoch v1, Fetch v18, DescribeQuorum v2",
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -71,7 +75,7 @@ def test_a_fresh_voter_fetches_from_a_voter_to_find_the_leader_and_answers_fetch
     serve gets NOT_LEADER_OR_FOLLOWER with the high watermark unknown, -1."""
     replies = session(version, start(), {"command": "drain"}, {"command": "request", "source": 2, "message": fetch_request(2, 0, 0, 0)})
     assert replies == [
-        {"ok": True, "protocol": 2, "lacks": ["OffsetsForLeaderEpoch", "FetchRecordLimit"]},
+        {"ok": True, "protocol": 2, "implementation": IMPLEMENTATION[version], "lacks": ["OffsetsForLeaderEpoch", "FetchRecordLimit"]},
         {"ok": True, "sends": [{"destination": 2, "message": fetch_request(1, 0, 0, 0)}]},
         dict(NOTHING, response=fetch_response(6, -1, -1, 0, [])),
     ]
@@ -198,3 +202,5 @@ def test_certifying_kafka_3_9_under_its_own_profile(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert code == 1
     assert summary["verdicts"] == {"conforms": 312, "departs": 204, "not applicable": 65, "error": 0}
+    assert summary["implementation"] == IMPLEMENTATION["3.9.1"]
+    assert f"Implementation: {IMPLEMENTATION['3.9.1']}" in (tmp_path / "out" / "report.md").read_text()

@@ -98,3 +98,19 @@ def test_reports_are_the_same_for_any_number_of_jobs(tmp_path, capsys):
         published[jobs] = [stored] + [re.sub(timing, "", (out / name).read_text()) for name, timing in timings.items()]
         published[jobs].append(sorted((p.name, p.read_bytes()) for p in (out / "divergences").iterdir()))
     assert published[1] == published[3]
+
+
+def test_what_an_implementation_says_it_is_is_in_the_report(tmp_path, capsys):
+    """The optional `implementation` of the reply to start reaches the reports, made printable."""
+    script = tmp_path / "described_node.py"
+    script.write_text(
+        "from adapters import example_node\n"
+        "started = example_node.Node.started\n"
+        "example_node.Node.started = lambda node: dict(started(node), implementation='Example 1.0\\x1b[31m; RPC versions: Vote v0')\n"
+        "example_node.main()\n"
+    )
+    node = f"subprocess:{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    code = cli.main(["certify", "--adapter", node, "--corpus", str(SHIPPED[0]), "--out", str(tmp_path / "out"), "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["implementation"] == "Example 1.0\\x1b[31m; RPC versions: Vote v0"
+    assert "Implementation: Example 1.0\\x1b[31m; RPC versions: Vote v0" in (tmp_path / "out" / "report.md").read_text()

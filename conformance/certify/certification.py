@@ -16,6 +16,7 @@ from conformance.certify.reports.publish import REPORT_FILES, check_report_direc
 from conformance.certify.shorten import DEFAULT_BUDGET, shorten
 from conformance.certify.replay import DEPARTS, ERROR, NOT_APPLICABLE
 from conformance.certify.verdicts import Certification, coverage_matrix, readings, verdicts
+from conformance.text import readable
 from conformance.outputs import OutputError
 from spec import trace as traces
 from spec.trace import Trace
@@ -84,6 +85,7 @@ def certify(
     counted = Counter(r.verdict for r in results)
     report = Certification(
         adapter=adapter_name,
+        implementation=readable(getattr(make_adapter, "implementation", "")),  # an AdapterFactory's; a plain callable has none
         corpus=str(corpus),
         traces=len(results),
         passed=sum(r.passed for r in results),
@@ -111,6 +113,7 @@ def summary(report: Certification, out: Path) -> dict:
     """The object `certify --json` prints."""
     return {
         "adapter": report.adapter,
+        "implementation": report.implementation,
         "corpus": report.corpus,
         "traces": report.traces,
         "passed": report.passed,

@@ -25,6 +25,7 @@ class RuleVerdict(msgspec.Struct, frozen=True, kw_only=True):
 
 class Certification(msgspec.Struct, frozen=True, kw_only=True):
     adapter: str
+    implementation: str  # what the implementation says it is (its reply to start), "" if it says nothing
     corpus: str
     traces: int
     passed: int  # traces that conform

@@ -11,6 +11,7 @@ def markdown(report: Certification) -> str:
     lines = [
         f"# kraftcheck certification: `{report.adapter}`",
         "",
+        *([f"Implementation: {report.implementation}", ""] if report.implementation else []),
         f"Verdict: **{headline(report)}**. Traces: {trace_totals(report)} (steps matched: {steps_text(report.steps_run, report.steps, report.steps_skipped)}) "
         f"in {report.seconds:.1f} s; corpus `{report.corpus}`. Rules: {rule_totals(report)}.",
         "",

@@ -16,6 +16,7 @@ from conformance.text import wrapped_table
 def terminal_summary(report: Certification, out: Path, show: int = 15) -> str:
     rows = [
         ("adapter", report.adapter),
+        *([("implementation", report.implementation)] if report.implementation else []),
         ("traces", trace_totals(report)),
         ("steps matched", steps_text(report.steps_run, report.steps, report.steps_skipped)),
         ("rules", rule_totals(report)),

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.kafka.common.utils.AppInfoParser;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -18,6 +20,8 @@ import java.nio.charset.StandardCharsets;
 public final class KraftcheckNode {
     private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
     private static final int PROTOCOL = 2;
+    private static final String IMPLEMENTATION = "Apache Kafka " + AppInfoParser.getVersion()
+        + " KafkaRaftClient (static voters, kraft.version 0); RPC versions: " + Messages.rpcVersions();
     private DrivenNode node;
     private boolean stopped;
 
@@ -59,7 +63,7 @@ public final class KraftcheckNode {
                     throw new Unsupported("ISR replicas: this is a KRaft node");
                 }
                 node = new DrivenNode(command);
-                ObjectNode started = ok().put("protocol", PROTOCOL);
+                ObjectNode started = ok().put("protocol", PROTOCOL).put("implementation", IMPLEMENTATION);
                 started.putArray("lacks").add("OffsetsForLeaderEpoch").add("FetchRecordLimit");
                 return started;
             case "reset":

@@ -66,6 +66,15 @@ final class Messages {
         return ApiKeys.forId(message.apiKey()).latestVersion();
     }
 
+    /** The version each RPC crosses at, for the report: "Vote v1, BeginQuorumEpoch v1, ...". */
+    static String rpcVersions() {
+        List<String> versions = new ArrayList<>();
+        for (ApiKeys api : List.of(ApiKeys.VOTE, ApiKeys.BEGIN_QUORUM_EPOCH, ApiKeys.END_QUORUM_EPOCH, ApiKeys.FETCH, ApiKeys.DESCRIBE_QUORUM)) {
+            versions.add(api.name + " v" + api.latestVersion());
+        }
+        return String.join(", ", versions);
+    }
+
     /** Writes the message at its version and reads it back, as it would cross a real connection. */
     static <T extends ApiMessage> T overTheWire(T message) {
         short version = version(message);
