@@ -65,6 +65,16 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # False: it sends nothing; True: it sends EndQuorumEpoch, with no preferred successor, to the
     # other voters (QuorumState.initialize -> ResignedState; KafkaRaftClient.pollResigned).
     restart_resigned_ends_epoch: bool = False
+    # COMMON-3 for a response to a request the node no longer awaits (a Fetch other than the one
+    # in flight, a Vote from an earlier candidacy). False: its leader and epoch are still taken
+    # (the model's reading); True: it is dropped unread, as Kafka's RequestManager forgets every
+    # request on a change of state (resetConnections) and drops a response it does not expect.
+    stale_responses_ignored: bool = False
+    # FETCH-RESP-3 with COMMON-3: a Fetch response that names the leader of the node's own epoch,
+    # one it did not know. False: the node follows it and fetches again (the model's reading);
+    # True: it follows it and appends the response's records at once, "so an observer discovers
+    # the leader and appends in the same Fetch" (KafkaRaftClient.maybeHandleCommonResponse).
+    discovery_appends: bool = False
     # Faulty variants, each breaking one rule on purpose (the checker must find them).
     hw_any_epoch: bool = False  # HW-1 ignored: commit entries of earlier epochs by counting
     vote_without_log_check: bool = False  # VOTE-REQ-4B: grant without the up-to-date check
@@ -81,6 +91,7 @@ PROFILES: dict[str, Options] = {
     "kafka-3.9": Options(
         vote_last_offset="end-offset", unattached_discovery=True, discovery_includes_self=True, vote_kept_with_leader=False, unknown_high_watermark=True,
         fetch_backoff_after_error=True, top_level_error_alone=True, progress_timeout_resigns=True, restart_resigned_ends_epoch=True,
+        stale_responses_ignored=True, discovery_appends=True,
     ),
 }
 

@@ -84,19 +84,24 @@ def epoch_check(config: NodeConfig, state: NodeState, current_leader_epoch: int)
 
 def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: FetchResponse = event.message
+    if config.options.stale_responses_ignored and event.request != state.fetching:
+        return Transition(state, NO_OUTPUTS, ("COMMON-3",))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         reason = f"Fetch response from {event.source}: cluster id conflicts with ours ({config.cluster_id!r})"
         return Transition(enter_role(state, Role.DOWN, high_watermark=0), (Shutdown(reason=reason),), ("FETCH-RESP-4", "BOOT-2"))
     leader = response.CurrentLeader
     observed = observe_leader(config, state, leader.LeaderId, leader.LeaderEpoch)
     fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
+    clean = response.ErrorCode == errors.NONE and response.PartitionErrorCode == errors.NONE and response.DivergingEpoch.Epoch == -1
     if observed is not None:
         if fenced and leader.LeaderId == -1:
             unattached, outputs = become_unattached(config, state, leader.LeaderEpoch, discover=True)
             return Transition(unattached, outputs, ("FETCH-RESP-1", "OBS-2"))
+        if config.options.discovery_appends and clean and leader.LeaderEpoch == state.epoch and observed[0].leader_id == leader.LeaderId:
+            following, outputs = send_fetch(config, replicate(observed[0], response))
+            return Transition(following, outputs, ("COMMON-3", "OBS-2", "FETCH-RESP-3", "HW-4", "FETCH-SEND-1"))
         return Transition(observed[0], observed[1], ("FETCH-RESP-1", "COMMON-3") if fenced else ("COMMON-3", "OBS-2"))
     following = state.role in (Role.FOLLOWER, Role.OBSERVER)
-    clean = response.ErrorCode == errors.NONE and response.PartitionErrorCode == errors.NONE and response.DivergingEpoch.Epoch == -1
     if event.request != state.fetching or not following:
         late_from_leader = following and clean and event.source == state.leader_id and leader.LeaderEpoch == state.epoch
         if late_from_leader and config.choices.pick("FETCH-RESP-3") == "apply":

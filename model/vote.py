@@ -52,6 +52,8 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
 def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: VoteResponse = event.message
     request: VoteRequest = event.request
+    if config.options.stale_responses_ignored and (state.role != Role.CANDIDATE or request.CandidateEpoch != state.epoch):
+        return Transition(state, (), ("COMMON-3",))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         return Transition(state, (), ("BOOT-3", "COMMON-3"))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)

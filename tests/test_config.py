@@ -117,6 +117,8 @@ EXPECTED_PROFILES = {
         "top_level_error_alone": True,
         "progress_timeout_resigns": True,
         "restart_resigned_ends_epoch": True,
+        "stale_responses_ignored": True,
+        "discovery_appends": True,
     },
     "faulty-hw-any-epoch": {"hw_any_epoch": True},
     "faulty-vote-no-log-check": {"vote_without_log_check": True},
