@@ -15,15 +15,15 @@ def resign(config: NodeConfig, state: NodeState) -> Transition:
         return Transition(state, NO_OUTPUTS, ())
     others = [(offset, voter) for voter, offset in zip(config.voters, state.replica_offsets) if voter != config.node_id]
     successors = tuple(voter for offset, voter in sorted(others, key=lambda ov: (-ov[0], ov[1])))
-    request = EndQuorumEpochRequest(
-        ClusterId=config.cluster_id,
-        ReplicaId=config.node_id,
-        LeaderId=config.node_id,
-        LeaderEpoch=state.epoch,
-        PreferredSuccessors=successors,
-    )
     resigned = enter_role(state, Role.RESIGNED)
-    return Transition(resigned, tuple(Send(destination=v, message=request) for v in successors), ("END-SEND-1", "END-SEND-2"))
+    return Transition(resigned, end_epoch(config, state.epoch, successors), ("END-SEND-1", "END-SEND-2"))
+
+
+def end_epoch(config: NodeConfig, epoch: int, successors: tuple[int, ...]) -> tuple[Send, ...]:
+    """EndQuorumEpoch to every other voter, the `successors` first, naming them in order of preference."""
+    request = EndQuorumEpochRequest(ClusterId=config.cluster_id, ReplicaId=config.node_id, LeaderId=config.node_id, LeaderEpoch=epoch, PreferredSuccessors=successors)
+    others = successors + tuple(v for v in config.voters if v != config.node_id and v not in successors)
+    return tuple(Send(destination=v, message=request) for v in others)
 
 
 def successor_backoff_ms(config: NodeConfig, position: int) -> int:

@@ -7,7 +7,7 @@ RPC's handler, timers, client appends, resignation, crash and restart are handle
 from model.begin_epoch import handle_begin_request, handle_begin_response
 from model.config import NodeConfig
 from model.describe import handle_describe_request
-from model.end_epoch import handle_end_request, handle_end_response, resign
+from model.end_epoch import end_epoch, handle_end_request, handle_end_response, resign
 from model.events import AppendResult, ClientAppend, Crash, Event, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.fetch import handle_fetch_request, handle_fetch_response
 from model import log as logs
@@ -177,10 +177,7 @@ def restart(config: NodeConfig, state: NodeState) -> Transition:
     durable = NodeState(role=Role.DOWN, epoch=state.epoch, leader_id=state.leader_id, voted_id=voted_id, log=state.log, high_watermark=unknown_or_zero(config))
     me = config.node_id
     if durable.leader_id == me:
-        outputs = NO_OUTPUTS
-        if config.options.restart_resigned_ends_epoch:
-            ending = EndQuorumEpochRequest(ClusterId=config.cluster_id, ReplicaId=me, LeaderId=me, LeaderEpoch=durable.epoch, PreferredSuccessors=())
-            outputs = tuple(Send(destination=v, message=ending) for v in config.voters if v != me)
+        outputs = end_epoch(config, durable.epoch, ()) if config.options.restart_resigned_ends_epoch else NO_OUTPUTS
         return Transition(replace(durable, role=Role.RESIGNED), outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
     if durable.leader_id != -1:
         follower, outputs = become_follower(config, durable, durable.leader_id, durable.epoch)
