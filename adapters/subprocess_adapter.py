@@ -145,11 +145,14 @@ def _kill(process: subprocess.Popen) -> None:
 
 
 class _Idle(typing.NamedTuple):
-    """A running process between traces: it answered `reset`."""
+    """A running process between traces: it answered `reset`. `owner` is the thread that started
+    it: the process dies with that thread (process_lifetime.die_with_parent), so it serves no
+    trace once the thread has ended."""
 
     process: subprocess.Popen
     tree: ProcessTree
     stderr: typing.IO[bytes]
+    owner: threading.Thread
 
 
 def _stop(process: subprocess.Popen, tree: ProcessTree, stderr: typing.IO[bytes]) -> None:
@@ -184,15 +187,24 @@ class SessionPool:
         self.implementation = ""  # what the implementation says it is in its reply to start (the last one)
 
     def take(self) -> _Idle | None:
-        with self._lock:
-            return self._idle.pop() if self._idle else None
+        """An idle process that can serve a trace, if there is one. A process whose starting thread
+        has ended (a replay thread of an earlier stage: certify shortens divergences in its main
+        thread) is killed by the kernel, or about to be: it is stopped and reaped, never handed out."""
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                idle = self._idle.pop()
+            if idle.owner.is_alive() and idle.process.poll() is None:
+                return idle
+            _stop(idle.process, idle.tree, idle.stderr)
 
     def give(self, idle: _Idle) -> None:
         with self._lock:
             if not self._closed:
                 self._idle.append(idle)
                 return
-        _stop(*idle)
+        _stop(idle.process, idle.tree, idle.stderr)
 
     def busy(self, process: subprocess.Popen, tree: ProcessTree, running: bool) -> None:
         with self._lock:
@@ -214,7 +226,7 @@ class SessionPool:
             _kill(process)
             tree.kill()
         for waiting in idle:
-            _stop(*waiting)
+            _stop(waiting.process, waiting.tree, waiting.stderr)
 
 
 class SubprocessAdapter:
@@ -230,6 +242,7 @@ class SubprocessAdapter:
         self._tree: ProcessTree | None = None  # the process and everything it starts
         self._stderr: typing.IO[bytes] | None = None
         self._stderr_from = 0  # where this trace's part of the process's stderr begins
+        self._owner: threading.Thread | None = None  # the thread that started the process: it dies with it
         self._buffer = bytearray()
         self._isr = False  # whether the node under test is an ISR replica (else a KRaft node)
         self._reusable = False  # the process speaks protocol 2 and nothing has gone wrong in this trace
@@ -242,7 +255,7 @@ class SubprocessAdapter:
         if idle is None:
             self._spawn()
         else:
-            self.process, self._tree, self._stderr = idle
+            self.process, self._tree, self._stderr, self._owner = idle
             self._stderr_from = os.fstat(self._stderr.fileno()).st_size
         if self.pool:
             self.pool.busy(self.process, self._tree, True)
@@ -268,6 +281,7 @@ class SubprocessAdapter:
             raise AdapterError("the subprocess command is empty")
         self._stderr = tempfile.TemporaryFile()
         self._tree = ProcessTree()
+        self._owner = threading.current_thread()
         try:
             # A session of its own, so a kill reaches whatever the command starts (a wrapper script's JVM);
             # in a process tree, so that close() reaches what escapes the session too (a daemon).
@@ -308,7 +322,7 @@ class SubprocessAdapter:
                 pass  # _call stopped trusting it; stopped below
             self.process = None
             if self._reusable:
-                self.pool.give(_Idle(process, self._tree, self._stderr))
+                self.pool.give(_Idle(process, self._tree, self._stderr, self._owner))
                 return
         _stop(process, self._tree, self._stderr)
 

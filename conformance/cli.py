@@ -17,7 +17,7 @@ from adapters.kafka_build import TESTED_VERSIONS as KAFKA_TESTED_VERSIONS
 from adapters.registry import AdapterOptionError
 from conformance.certify.shorten import DEFAULT_BUDGET as DEFAULT_SHORTEN_BUDGET
 from conformance.certify.shorten import PER_TRACE
-from conformance.corpus.generate import CORPUS_CONFIGS
+from conformance.corpus.generate import CORPUS_CONFIGS, DEFAULT_CORPUS, shipped_corpora
 from conformance.outputs import OutputError
 from model.config import FAULTY_PROFILES, PROFILES, ConfigError
 from spec.trace import TraceError
@@ -139,7 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
         "heat map, each divergence as a sequence diagram; self-contained, open it from disk). Each step is judged against every outcome the "
         "specification allows there, following the implementation's choices (listed as its readings, see `kraftcheck choices`). A trace "
         "conforms, departs, is not applicable (it needs a capability the implementation declares it lacks) or errs (the adapter failed). "
-        "Exit 0 when nothing departs and nothing errs.",
+        "The corpus is the shipped traces/ (KIP-595 as written, profile kip595), another profile's shipped corpus (--profile) or "
+        "any corpus (--corpus); the reports say which profile it was generated under. "
+        "Exit 0 when nothing departs and nothing errs, 2 on unusable input (a corpus, an adapter, an output directory).",
     )
     cert.add_argument(
         "--adapter",
@@ -148,7 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
         "lacks=CAPABILITY[+CAPABILITY]; mutant:NAME (see `kraftcheck mutants`); subprocess:COMMAND; or kafka[:VERSION], Apache "
         f"Kafka's KafkaRaftClient (default version {KAFKA_DEFAULT_VERSION}), built with Maven on first use (see `kraftcheck adapters list`)",
     )
-    cert.add_argument("--corpus", help="a corpus directory or one trace file (default: the shipped traces/)")
+    shipped_help = ", ".join(f"{name} ({path.relative_to(DEFAULT_CORPUS.parent).as_posix()}/)" for name, path in shipped_corpora().items())
+    corpus = cert.add_mutually_exclusive_group()
+    corpus.add_argument("--corpus", help="a corpus directory or one trace file (default: the shipped traces/, profile kip595's)")
+    corpus.add_argument(
+        "--profile",
+        metavar="PROFILE",
+        help=f"replay the corpus shipped for a model profile, generated under it: {shipped_help}; not with --corpus. Whatever "
+        "the corpus, the reports name the profile it was generated under, as its manifest records it",
+    )
     cert.add_argument(
         "--out",
         help="directory for the reports, replaced as a whole by this run's set; it must be new, empty or an earlier report set "
@@ -176,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
         f"each after its divergent step (default {DEFAULT_SHORTEN_BUDGET})",
     )
     cert.add_argument("--no-verify", dest="verify", action="store_false", help="replay the corpus's files as they are, without checking them against its manifest")
+    cert.add_argument(
+        "--reproducible",
+        action="store_true",
+        help="leave wall times out of the reports, so that the same corpus, implementation and command line give the same "
+        "bytes (paths are written as given: run from the same directory with relative paths)",
+    )
     cert.add_argument("--json", action="store_true", help="print a summary object instead of tables")
     cert.set_defaults(run=command("certify"))
 

@@ -5,6 +5,7 @@ from model.events import Response, Send, Shutdown
 from model.messages import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from model.state import NodeState, Role
 from model.transitions import as_sent, Transition, become_follower, enter_role, observe_leader, replace
+from model.validity import begin_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
 
@@ -20,6 +21,9 @@ def handle_begin_request(config: NodeConfig, state: NodeState, source: int, requ
         down = enter_role(state, Role.DOWN, high_watermark=0)
         reason = f"BeginQuorumEpoch from leader {request.LeaderId} carries cluster id {request.ClusterId!r}, ours is {config.cluster_id!r}"
         return answer(down, ("BEGIN-REQ-1", "BOOT-2"), top_error=errors.INCONSISTENT_CLUSTER_ID, extra=(Shutdown(reason=reason),))
+    refusal = begin_refusal(config, request)
+    if refusal is not None:
+        return answer(state, ("COMMON-4",), refusal)
     if request.LeaderEpoch < state.epoch:
         return answer(state, ("BEGIN-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
     if request.LeaderEpoch == state.epoch and state.leader_id != -1:

@@ -47,11 +47,6 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # EpochState.highWatermark() (an Optional) is; a follower keeps its own when the leader's is
     # unknown (KafkaRaftClient.updateFollowerHighWatermark).
     unknown_high_watermark: bool = False
-    # FETCH-SEND-2: after a Fetch answered with an error that changes nothing (no newer epoch or
-    # leader), False: the next Fetch goes out at once (the model's reading); True: it waits for a
-    # backoff, in the model's time the request timer, as Kafka's RequestManager.onResponseResult
-    # puts the connection in BACKING_OFF.
-    fetch_backoff_after_error: bool = False
     # COMMON-2 against a top-level error (INCONSISTENT_CLUSTER_ID): False: the response still
     # carries the responder's leader and epoch (the model's reading of "every response");
     # True: it carries the error alone, every other field at its schema default, as Kafka answers
@@ -61,6 +56,11 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # False: it starts an election (the model's reading); True: it resigns, sending EndQuorumEpoch
     # (KafkaRaftClient.pollLeader: timeUntilCheckQuorumExpires == 0 -> transitionToResigned).
     progress_timeout_resigns: bool = False
+    # PROGRESS-1: when the leader's count of voters that fetched starts again. False: when the
+    # timeout fires (the model's reading: "within the timeout"); True: as soon as a majority has
+    # fetched, the timer restarting with it, so a timeout that fires finds no majority since
+    # (LeaderState.updateCheckQuorumForFollowingVoter).
+    check_quorum_resets_on_majority: bool = False
     # QSTATE-4: a node restarted from a quorum-state file naming itself leader is resigned.
     # False: it sends nothing; True: it sends EndQuorumEpoch, with no preferred successor, to the
     # other voters (QuorumState.initialize -> ResignedState; KafkaRaftClient.pollResigned).
@@ -75,6 +75,18 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # True: it follows it and appends the response's records at once, "so an observer discovers
     # the leader and appends in the same Fetch" (KafkaRaftClient.maybeHandleCommonResponse).
     discovery_appends: bool = False
+    # OBS-1, RETRY-1: what a fetcher does when its Fetch goes unanswered. False: an observer's
+    # fetch timeout forgets the leader and discovers it again, a follower's request timeout
+    # re-sends to the leader (the model's reading); True: both keep the leader and send the
+    # Fetch to a voter picked as in discovery (OBS-2), the leader and the node itself included
+    # (KafkaRaftClient.pollFollowerAsObserver, maybeSendFetchToBestNode ->
+    # maybeSendFetchToAnyBootstrap).
+    stalled_fetch_any_voter: bool = False
+    # COMMON-2 for a refused Fetch (an epoch or leadership error, COMMON-4). False: the response
+    # carries the responder's high watermark (the model's reading of "every response"); True:
+    # -1, as Kafka builds every refused Fetch's response without one
+    # (KafkaRaftClient.tryCompleteFetchRequest -> buildEmptyFetchResponse(error, Optional.empty())).
+    refused_fetch_without_high_watermark: bool = False
     # Faulty variants, each breaking one rule on purpose (the checker must find them).
     hw_any_epoch: bool = False  # HW-1 ignored: commit entries of earlier epochs by counting
     vote_without_log_check: bool = False  # VOTE-REQ-4B: grant without the up-to-date check
@@ -90,8 +102,9 @@ PROFILES: dict[str, Options] = {
     # leaves open and the later KIPs it implements.
     "kafka-3.9": Options(
         vote_last_offset="end-offset", unattached_discovery=True, discovery_includes_self=True, vote_kept_with_leader=False, unknown_high_watermark=True,
-        fetch_backoff_after_error=True, top_level_error_alone=True, progress_timeout_resigns=True, restart_resigned_ends_epoch=True,
-        stale_responses_ignored=True, discovery_appends=True,
+        top_level_error_alone=True, progress_timeout_resigns=True, restart_resigned_ends_epoch=True,
+        stale_responses_ignored=True, discovery_appends=True, stalled_fetch_any_voter=True, refused_fetch_without_high_watermark=True,
+        check_quorum_resets_on_majority=True,
     ),
 }
 

@@ -5,6 +5,7 @@ from model.events import Response, Send, SetTimer, TimerKind
 from model.messages import EndQuorumEpochRequest, EndQuorumEpochResponse
 from model.state import NodeState, Role
 from model.transitions import as_sent, NO_OUTPUTS, Transition, enter_role, become_candidate, observe_leader
+from model.validity import end_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
 
@@ -40,6 +41,9 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
         return answer(state, ("VOTER-ONLY-1",), errors.INCONSISTENT_VOTER_SET)
     if cluster_id_conflicts(config, request.ClusterId):
         return answer(state, ("END-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
+    refusal = end_refusal(config, request)
+    if refusal is not None:
+        return answer(state, ("COMMON-4",), refusal)
     if request.LeaderEpoch < state.epoch:
         return answer(state, ("END-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
     if request.LeaderEpoch > state.epoch or state.leader_id == -1:

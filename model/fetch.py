@@ -16,16 +16,18 @@ from model.transitions import (
     replace,
     send_fetch,
 )
+from model.validity import fetch_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
 
 
 def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, request: FetchRequest) -> Transition:
     def answer(s: NodeState, rules: tuple[str, ...], error: int = errors.NONE, *, top_error: int = errors.NONE, records=(), diverging=logs.NO_EPOCH, extra=()) -> Transition:
+        refused = error not in (errors.NONE, errors.OFFSET_OUT_OF_RANGE) and config.options.refused_fetch_without_high_watermark
         response = FetchResponse(
             ErrorCode=top_error,
             PartitionErrorCode=error,
-            HighWatermark=s.high_watermark,
+            HighWatermark=-1 if refused else s.high_watermark,
             DivergingEpoch=diverging,
             CurrentLeader=LeaderIdAndEpoch(LeaderId=s.leader_id, LeaderEpoch=s.epoch),
             Records=records,
@@ -34,6 +36,9 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
 
     if cluster_id_conflicts(config, request.ClusterId):
         return answer(state, ("FETCH-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
+    refusal = fetch_refusal(config, request)
+    if refusal is not None:
+        return answer(state, ("COMMON-4",), refusal)
     fenced = epoch_check(config, state, request.CurrentLeaderEpoch)
     if fenced is not None:
         error, rules = fenced
@@ -42,7 +47,10 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
     leader = state
     rules: tuple[str, ...] = ()
     if source in config.voters:
-        leader = replace(leader, endorsed=leader.endorsed | {source}, fetched=leader.fetched | {source})
+        fetched = leader.fetched | {source}
+        if config.options.check_quorum_resets_on_majority and len(fetched) >= config.majority:
+            fetched = frozenset((config.node_id,))
+        leader = replace(leader, endorsed=leader.endorsed | {source}, fetched=fetched)
         rules = ("BEGIN-RESP-2",)
     if not logs.is_consistent(leader.log, request.FetchOffset, request.LastFetchedEpoch):
         below = config.options.diverging_epoch == "below"
@@ -109,14 +117,17 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
         return Transition(state, NO_OUTPUTS, ())
     diverging = response.DivergingEpoch.Epoch != -1 and response.PartitionErrorCode in (errors.NONE, errors.OFFSET_OUT_OF_RANGE)
     if not diverging and (response.PartitionErrorCode != errors.NONE or response.ErrorCode != errors.NONE):
-        if config.options.fetch_backoff_after_error:
-            return Transition(state, NO_OUTPUTS, ("FETCH-SEND-2",))  # the request timer re-sends it
         retrying, outputs = send_fetch(config, state)
         return Transition(retrying, outputs, ("FETCH-RESP-1",) if fenced else ("FETCH-SEND-2", "FETCH-SEND-1"))
     if diverging:
         log = logs.truncate_diverging(state.log, response.DivergingEpoch)
-        truncated = replace(state, log=log, high_watermark=min(state.high_watermark, len(log)))
-        truncated, outputs = send_fetch(config, truncated)
+        if len(log) < state.high_watermark:
+            reason = (
+                f"Fetch response from {event.source}: DivergingEpoch (epoch {response.DivergingEpoch.Epoch}, end offset "
+                f"{response.DivergingEpoch.EndOffset}) would truncate to offset {len(log)}, below our high watermark {state.high_watermark}"
+            )
+            return Transition(enter_role(state, Role.DOWN, high_watermark=0), (Shutdown(reason=reason),), ("FETCH-RESP-2",))
+        truncated, outputs = send_fetch(config, replace(state, log=log))
         return Transition(truncated, outputs, ("FETCH-RESP-2", "K101-3", "FETCH-SEND-2", "FETCH-SEND-1"))
     rules: tuple[str, ...] = ("FETCH-RESP-3", "HW-4", "FETCH-SEND-2", "FETCH-SEND-1")
     records = response.Records or ()

@@ -116,6 +116,9 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
     if kind == TimerKind.FETCH_TIMEOUT:
         if role == Role.FOLLOWER:
             return candidacy(config, state, "ELECT-1")
+        if role == Role.OBSERVER and config.options.stalled_fetch_any_voter:
+            fetching, outputs = send_fetch(config, state, any_voter=True)
+            return Transition(fetching, outputs, ("OBS-1", "OBS-2"))
         if role == Role.OBSERVER:
             lost, outputs = become_unattached(config, state, state.epoch, discover=True)
             return Transition(lost, outputs, ("OBS-1", "OBS-2", "BOOT-4"))
@@ -146,7 +149,7 @@ def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
     """RETRY-1: re-send what is unanswered: the Fetch, the Vote requests, the BeginQuorumEpochs."""
     role = state.role
     if role in (Role.FOLLOWER, Role.OBSERVER) or (role == Role.UNATTACHED and config.options.unattached_discovery):
-        fetching, outputs = send_fetch(config, state)
+        fetching, outputs = send_fetch(config, state, any_voter=config.options.stalled_fetch_any_voter)
         return Transition(fetching, outputs, ("RETRY-1", "FETCH-SEND-1"))
     if role in (Role.CANDIDATE, Role.LEADER) and config.choices.pick("RETRY-1") == "nothing":
         return Transition(state, NO_OUTPUTS, ("RETRY-1",))
@@ -175,6 +178,10 @@ def restart(config: NodeConfig, state: NodeState) -> Transition:
     """QSTATE-3/4: come back from the quorum-state file and the log; volatile state starts afresh."""
     voted_id = -1 if config.options.forget_vote_on_restart else state.voted_id
     durable = NodeState(role=Role.DOWN, epoch=state.epoch, leader_id=state.leader_id, voted_id=voted_id, log=state.log, high_watermark=unknown_or_zero(config))
+    if logs.last_epoch(state.log) > state.epoch:
+        # The log has seen a later epoch than the file (a stale or hand-edited file): the file's
+        # leader and vote belong to an epoch that is over, so it starts unattached in the log's.
+        durable = replace(durable, epoch=logs.last_epoch(state.log), leader_id=-1, voted_id=-1)
     me = config.node_id
     if durable.leader_id == me:
         outputs = end_epoch(config, durable.epoch, ()) if config.options.restart_resigned_ends_epoch else NO_OUTPUTS

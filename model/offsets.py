@@ -7,6 +7,7 @@ from model.events import Send
 from model.messages import OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
 from model.state import NodeState
 from model.transitions import Transition
+from model.validity import offsets_refusal
 from spec import errors
 
 
@@ -15,6 +16,9 @@ def handle_offsets_request(config: NodeConfig, state: NodeState, source: int, re
         response = OffsetsForLeaderEpochResponse(ErrorCode=error, LeaderEpoch=epoch, EndOffset=end_offset)
         return Transition(state, (Send(destination=source, message=response),), rules)
 
+    refusal = offsets_refusal(config, request)
+    if refusal is not None:
+        return answer(("COMMON-4",), refusal)
     unchecked = request.CurrentLeaderEpoch == -1  # asks for no epoch check
     refused = epoch_check(config, state, state.epoch if unchecked else request.CurrentLeaderEpoch)
     if refused is not None:

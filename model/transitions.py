@@ -64,11 +64,12 @@ def fetch_request(config: NodeConfig, state: NodeState) -> FetchRequest:
     )
 
 
-def send_fetch(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
-    """Fetch from the known leader; with none known, from every other voter or from one (the
-    OBS-2 choice point: "one-voter:N" is voter N, or the first other voter if N is not one)."""
+def send_fetch(config: NodeConfig, state: NodeState, *, any_voter: bool = False) -> tuple[NodeState, tuple[Output, ...]]:
+    """Fetch from the known leader; with none known (or `any_voter`, the leader kept), from every
+    other voter or from one (the OBS-2 choice point: "one-voter:N" is voter N, or the first
+    other voter if N is not one)."""
     request = fetch_request(config, state)
-    if state.leader_id != -1 and state.leader_id != config.node_id:
+    if state.leader_id != -1 and state.leader_id != config.node_id and not any_voter:
         targets: tuple[int, ...] = (state.leader_id,)
     else:
         targets = tuple(v for v in config.voters if v != config.node_id)

@@ -6,6 +6,7 @@ from model.messages import VoteRequest, VoteResponse
 from model.state import NodeState, Role
 from model.transitions import as_sent, Transition, become_leader, become_unattached, election_timer, last_record_offset, observe_leader, replace
 from model.events import Response, Send
+from model.validity import vote_refusal
 from spec import errors
 
 
@@ -25,6 +26,9 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
         return answer(state, False, ("VOTER-ONLY-1",), error=errors.INCONSISTENT_VOTER_SET)
     if cluster_id_conflicts(config, request.ClusterId):
         return answer(state, False, ("VOTE-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
+    refusal = vote_refusal(config, request)
+    if refusal is not None:
+        return answer(state, False, ("COMMON-4",), error=refusal)
     if request.CandidateEpoch < state.epoch:
         return answer(state, False, ("VOTE-REQ-2", "COMMON-1"), error=errors.FENCED_LEADER_EPOCH)
 

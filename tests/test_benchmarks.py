@@ -1,5 +1,6 @@
 """The model-checking benchmark writes its table and a plot of its throughput beside it."""
 
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -34,12 +35,20 @@ def test_the_plot_can_be_svg(tmp_path):
     assert root.tag.endswith("svg") and "in-process, 1 worker" in legend
 
 
-def test_the_replay_benchmark_replays_the_whole_corpus_in_process_and_a_sample_through_subprocess():
-    command = [sys.executable, str(ROOT / "benchmarks" / "replay_throughput.py"), "--sample", "100", "--repeat", "1"]
+def test_the_replay_benchmark_replays_the_whole_corpus_in_process_and_a_sample_through_subprocess_and_kafka():
+    command = [sys.executable, str(ROOT / "benchmarks" / "replay_throughput.py"), "--sample", "100", "--repeat", "1", "--kafka-sample", "100"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     corpus = sorted((ROOT / "traces").glob("*.jsonl"))
-    rows = {line.split("  ")[0]: line.split() for line in result.stdout.splitlines()[2:]}
-    assert int(rows["reference, in-process"][2]) == len(corpus)
+    lines = result.stdout.splitlines()
+    rows = {line.split("  ")[0]: line.split() for line in lines[2:]}
+    assert int(rows["reference, in-process"][-5]) == len(corpus)
     assert int(rows["example node via subprocess:, a process per trace"][-5]) == len(corpus[::100])
     assert int(rows["example node via subprocess:, one process, reset between traces"][-5]) == len(corpus[::100])
+    if shutil.which("java") is None:
+        assert "kafka:3.9.1 skipped: java" in result.stdout
+        return
+    kafka = [line.split() for line in lines[2:] if line.startswith("kafka:3.9.1 on traces/kafka-3.9/, one JVM per job") and "job:" not in line and "jobs:" not in line]
+    sample = len(sorted((ROOT / "traces" / "kafka-3.9").glob("*.jsonl"))[::100])
+    assert [(row[-6], row[-5]) for row in kafka] == [("1", str(sample)), ("2", str(sample))]  # jobs, traces
+    assert all(int(row[-4]) > 0 and float(row[-2].replace(",", "")) > 0 for row in kafka)  # steps, steps/s

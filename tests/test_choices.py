@@ -34,7 +34,7 @@ def node_config(node: int = 2):
 
 
 def fetch(epoch: int) -> Request:
-    return Request(source=3, message=FetchRequest(ClusterId="kraft-cluster", ReplicaId=3, CurrentLeaderEpoch=epoch, FetchOffset=0, LastFetchedEpoch=-1))
+    return Request(source=3, message=FetchRequest(ClusterId="kraft-cluster", ReplicaId=3, CurrentLeaderEpoch=epoch, FetchOffset=0, LastFetchedEpoch=0))
 
 
 def test_a_fetch_of_another_epoch_at_a_non_leader_allows_either_check_first():

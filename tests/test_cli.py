@@ -79,7 +79,7 @@ def test_simulate_json_prints_one_summary_object(capsys):
 
 def test_simulate_json_with_a_violation(capsys):
     """The JSON summary names each violated rule with the seed and step that broke it."""
-    assert main(["simulate", "--json", "--profile", "kip595-literal-diverging", "--runs", "60", "--duplication", "--resign"]) == 1
+    assert main(["simulate", "--json", "--profile", "kip595-literal-diverging", "--runs", "400", "--duplication", "--resign"]) == 1
     summary = json.loads(capsys.readouterr().out)
     assert summary["profile"] == "kip595-literal-diverging"
     assert summary["violations"]
@@ -90,8 +90,8 @@ def test_simulate_json_with_a_violation(capsys):
 
 
 def test_simulate_literal_diverging_epoch_shows_the_violation_and_its_steps(capsys):
-    """FETCH-REQ-3A read literally: the run stops at the violating seed, names the rule and shows the steps."""
-    code = main(["simulate", "--profile", "kip595-literal-diverging", "--runs", "60", "--duplication", "--resign"])
+    """FETCH-REQ-3A read literally (a follower refusing to truncate below its own high watermark, FETCH-RESP-2, makes the violation rarer): the run stops at the violating seed, names the rule and shows the steps."""
+    code = main(["simulate", "--profile", "kip595-literal-diverging", "--runs", "400", "--duplication", "--resign"])
     out, err = capsys.readouterr()
     assert code == 1
     found = re.search(r"^seed (\d+) violates ((?:SAFE-\d)(?:, SAFE-\d)*) after (\d+) steps:$", out, re.MULTILINE)

@@ -10,12 +10,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import msgspec
+
 from adapters.contract import Adapter
 from conformance.certify.replay import of_systems, replay_file, trace_files
 from conformance.certify.reports.publish import REPORT_FILES, check_report_directory, divergence_path, write_reports
 from conformance.certify.shorten import DEFAULT_BUDGET, shorten
 from conformance.certify.replay import DEPARTS, ERROR, NOT_APPLICABLE
 from conformance.certify.verdicts import Certification, coverage_matrix, readings, verdicts
+from conformance.corpus.manifest import generated_profiles
 from conformance.text import readable
 from conformance.outputs import OutputError
 from spec import trace as traces
@@ -35,6 +38,7 @@ def certify(
     verify: bool = True,
     shorten_budget: int = DEFAULT_BUDGET,
     jobs: int = 1,
+    timings: bool = True,
 ) -> Certification:
     """Replay every trace of the corpus (of the given systems only, if any), shorten each
     divergence within the budget of candidate replays, publish the reports.
@@ -42,7 +46,8 @@ def certify(
     Everything that can be checked before the work is: the output directory, and the corpus
     against its manifest (unless `verify` is off). `progress(stage, done, total, failed)`.
     `jobs` traces are replayed at once, each through an adapter of its own; the results, and so
-    the reports, are in corpus order whatever `jobs` is.
+    the reports, are in corpus order whatever `jobs` is. Without `timings`, the reports carry no
+    wall times, so the same corpus and implementation give the same bytes.
     """
     start = time.perf_counter()
     check_report_directory(out)
@@ -60,6 +65,10 @@ def certify(
             failed += result.verdict in (DEPARTS, ERROR)
             if progress:
                 progress("traces", number, len(files), failed)
+        # Every trace is replayed: let the threads end before shortening, in this thread, begins.
+        # A process dies with the thread that started it, so shortening never takes one of theirs
+        # (SessionPool.take), whatever the number of jobs.
+        replaying.shutdown(wait=True)
     finally:
         # Not waiting: when interrupted, the threads still replaying wake up as the adapter
         # factory's owner kills their processes.
@@ -82,11 +91,14 @@ def certify(
             if progress:
                 progress("shortening", len(reproductions), divergent, shorten_budget)
     rules = verdicts(results)
+    if not timings:
+        results = [msgspec.structs.replace(result, seconds=None) for result in results]
     counted = Counter(r.verdict for r in results)
     report = Certification(
         adapter=adapter_name,
         implementation=readable(getattr(make_adapter, "implementation", "")),  # an AdapterFactory's; a plain callable has none
         corpus=str(corpus),
+        profile=generated_under(corpus, read),
         traces=len(results),
         passed=sum(r.passed for r in results),
         failed=failed,
@@ -96,7 +108,7 @@ def certify(
         steps=sum(r.steps for r in results),
         steps_run=sum(r.steps_run for r in results),
         steps_skipped=sum(r.steps_skipped for r in results),
-        seconds=round(time.perf_counter() - start, 3),
+        seconds=round(time.perf_counter() - start, 3) if timings else None,
         lacks=tuple(sorted({c for r in results for c in r.lacks})),
         readings=readings(results),
         rules_failed=tuple(v.rule for v in rules if v.verdict == "departs"),
@@ -109,12 +121,23 @@ def certify(
     return report
 
 
-def summary(report: Certification, out: Path) -> dict:
-    """The object `certify --json` prints."""
+def generated_under(corpus: Path, built: list[Trace]) -> str:
+    """The model profile the corpus was generated under, as its manifest records it (profiles
+    joined by ", " if it names several); without a manifest, the profiles its KRaft traces'
+    headers name; "" where neither names one (ISR replicas have no profile)."""
+    profiles = generated_profiles(corpus)
+    if profiles is None:
+        profiles = tuple(sorted({trace.header.cluster.profile for trace in built if trace.header.cluster is not None}))
+    return ", ".join(profiles)
+
+
+def summary(report: Certification, out: Path, seconds: float | None = None) -> dict:
+    """The object `certify --json` prints; `seconds`, the wall time, where the report leaves it out."""
     return {
         "adapter": report.adapter,
         "implementation": report.implementation,
         "corpus": report.corpus,
+        "profile": report.profile,
         "traces": report.traces,
         "passed": report.passed,
         "failed": report.failed,
@@ -125,6 +148,6 @@ def summary(report: Certification, out: Path) -> dict:
         "rules_failed": list(report.rules_failed),
         "rules_conforming": sum(v.verdict == "conforms" for v in report.rules),
         "rules_not_exercised": [v.rule for v in report.rules if v.verdict == "not exercised"],
-        "seconds": report.seconds,
+        "seconds": report.seconds if report.seconds is not None else seconds,
         "reports": {kind: str(out / name) for kind, name in REPORT_FILES.items()},
     }

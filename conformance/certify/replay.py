@@ -81,7 +81,7 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     rules_passed: tuple[str, ...] = ()  # rule IDs of the steps that matched
     rules_failed: tuple[str, ...] = ()  # rule IDs of the step that diverged or on which the adapter failed
     rules_not_applicable: tuple[str, ...] = ()  # a trace not applicable: the rule IDs its steps cite
-    seconds: float = 0.0
+    seconds: float | None = 0.0  # wall seconds; None in a report that leaves timings out (certify --reproducible)
 
 
 def _annotated(field: str, value: object) -> str:

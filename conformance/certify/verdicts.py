@@ -27,6 +27,7 @@ class Certification(msgspec.Struct, frozen=True, kw_only=True):
     adapter: str
     implementation: str  # what the implementation says it is (its reply to start), "" if it says nothing
     corpus: str
+    profile: str  # the model profile(s) the corpus was generated under (its manifest says), "" if none is known
     traces: int
     passed: int  # traces that conform
     failed: int  # traces that depart or err
@@ -36,7 +37,7 @@ class Certification(msgspec.Struct, frozen=True, kw_only=True):
     steps: int
     steps_run: int
     steps_skipped: int  # responses to requests the implementation did not send (it took another alternative)
-    seconds: float
+    seconds: float | None  # wall seconds; None when the run was told to leave timings out (certify --reproducible)
     lacks: tuple[str, ...]  # the optional capabilities the implementation declared it lacks
     readings: dict[str, int]  # "CHOICE=alternative" -> steps where the implementation showed that reading
     rules_failed: tuple[str, ...]

@@ -22,12 +22,21 @@ from conformance.corpus.reference import build_trace
 from conformance.explore.configs import CheckConfig, IsrCheckConfig
 from conformance.outputs import check_directory
 from spec import trace as traces
+from model.config import PROFILES
 from model.events import Request
 from model.messages import FetchRequest
 from spec.trace import Input, Trace, TraceCluster
 
 CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-observer", "corpus-partial", "corpus-isr")  # what the shipped corpus is generated from
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "traces"  # the shipped corpus
+DEFAULT_PROFILE = "kip595"  # the profile DEFAULT_CORPUS is generated under; another profile P's shipped corpus is DEFAULT_CORPUS / P
+
+
+def shipped_corpora() -> dict[str, Path]:
+    """The corpora shipped with kraftcheck, by the model profile they were generated under:
+    kip595's is traces/, another profile P's traces/P/ where it has one (a manifest of its own)."""
+    others = {name: DEFAULT_CORPUS / name for name in sorted(PROFILES) if name != DEFAULT_PROFILE and (DEFAULT_CORPUS / name / MANIFEST).is_file()}
+    return {DEFAULT_PROFILE: DEFAULT_CORPUS, **others}
 
 
 def slug(text: str) -> str:

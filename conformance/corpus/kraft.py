@@ -20,7 +20,7 @@ from conformance.explore.configs import CheckConfig
 from conformance.explore.kraft_system import KraftSystem
 from model.cluster import Cluster, Deliver, Drop, event_of
 from model.events import Request, Response
-from model.messages import BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, OffsetsForLeaderEpochRequest, VoteRequest
+from model.messages import BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, OffsetsForLeaderEpochRequest, VoteRequest
 from model.network import Envelope
 from model.state import NodeState
 from spec import errors
@@ -60,7 +60,9 @@ def message_probes(envelope: Envelope, me: int, voters: tuple[int, ...], observe
     """Variants of a message in flight that the cluster itself never produces.
 
     A request: delivered to a node it was not sent to; as another cluster's; as sent by a
-    non-voter; naming another leader; an EndQuorumEpoch that does not prefer the receiver.
+    non-voter; naming another leader; naming leader -1, or a Fetch with a last epoch above its
+    own (COMMON-4); an EndQuorumEpoch that does not prefer the receiver. Never one naming the
+    receiver as its sender.
     A response to the node's own request: the answer of a node of another cluster.
     """
     message = envelope.message
@@ -77,8 +79,11 @@ def message_probes(envelope: Envelope, me: int, voters: tuple[int, ...], observe
         variants.append((envelope.source, replace(message, ClusterId=OTHER_CLUSTER)))
     leader_field = "CandidateId" if type(message) is VoteRequest else ("LeaderId" if type(message) in (BeginQuorumEpochRequest, EndQuorumEpochRequest) else None)
     if leader_field:
-        for other in (observers[:1] + tuple(v for v in voters if v not in (me, getattr(message, leader_field)))[:1]):
+        for other in (tuple(o for o in observers if o != me)[:1] + tuple(v for v in voters if v not in (me, getattr(message, leader_field)))[:1]):
             variants.append((other, replace(message, **{leader_field: other})))
+        variants.append((envelope.source, replace(message, **{leader_field: -1})))
+    if type(message) is FetchRequest:
+        variants.append((envelope.source, replace(message, LastFetchedEpoch=message.CurrentLeaderEpoch + 1)))
     if type(message) is EndQuorumEpochRequest and me in message.PreferredSuccessors:
         variants.append((envelope.source, replace(message, PreferredSuccessors=tuple(v for v in message.PreferredSuccessors if v != me))))
     return [Request(source=source, message=m) for source, m in variants]

@@ -63,6 +63,34 @@ class _Listing(msgspec.Struct, kw_only=True):
     files: dict[str, str]
 
 
+class _Search(msgspec.Struct, kw_only=True):
+    bounds: dict
+
+
+class _Generation(msgspec.Struct, kw_only=True):
+    """The part of a manifest that says how the corpus was generated (read leniently: it is untrusted)."""
+
+    kind: str
+    searches: tuple[_Search, ...] = ()
+    files: dict[str, str] = {}
+
+
+def generated_profiles(corpus: Path) -> tuple[str, ...] | None:
+    """The model profiles the corpus's KRaft traces were generated under, from its manifest's
+    searches, in the order they were searched (ISR searches have no profile); None where no
+    manifest says: a directory without one, a trace file its directory's manifest does not list,
+    or a manifest that cannot be read."""
+    directory = corpus if corpus.is_dir() else corpus.parent
+    try:
+        found = msgspec.json.decode((directory / MANIFEST).read_bytes(), type=_Generation)
+    except (OSError, ValueError, RecursionError):
+        return None
+    if found.kind != KIND or (directory != corpus and corpus.name not in found.files):
+        return None
+    kraft = [search.bounds for search in found.searches if "voters" in search.bounds]  # a KRaft search (CheckConfig)
+    return tuple(dict.fromkeys(str(bounds.get("profile", CheckConfig().profile)) for bounds in kraft))
+
+
 def listing(corpus: Path) -> dict[str, str] | None:
     """File name -> sha256 from the corpus's manifest; None if the directory has no manifest."""
     path = corpus / MANIFEST

@@ -142,7 +142,7 @@ def test_elect_5_follower_keeps_its_vote_when_it_learns_the_leader():
     t = request(cfg, s, 2, BeginQuorumEpochRequest(ClusterId=CLUSTER_ID, LeaderId=2, LeaderEpoch=5))
     assert t.state.role == Role.FOLLOWER
     assert t.state.voted_id == 2
-    later = request(cfg, t.state, 3, ask(5, 3, 9, 9))
+    later = request(cfg, t.state, 3, ask(5, 3, 4, 9))
     assert later.state.voted_id == 2
     assert "ELECT-5" in later.rules
 

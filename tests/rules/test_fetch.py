@@ -290,7 +290,8 @@ def test_fetch_req_3a_literal_below_option_truncates_all_of_the_follower_last_ep
 
 
 def test_fetch_req_3a_literal_reading_makes_a_follower_drop_committed_records():
-    """FETCH-REQ-3A: with the literal reading the follower truncates records below the high watermark."""
+    """FETCH-REQ-3A: with the literal reading the leader tells the follower to truncate records below
+    its high watermark; the follower refuses and shuts down (FETCH-RESP-2)."""
     leader_cfg = config(1, diverging_epoch="below")
     leader = leader_state(leader_cfg, 3, log(1, 1, 2, 2, 3), high_watermark=4)
     cfg = config(2, diverging_epoch="below")
@@ -298,8 +299,9 @@ def test_fetch_req_3a_literal_reading_makes_a_follower_drop_committed_records():
     diverging = reply(request(leader_cfg, leader, 2, s.fetching)).DivergingEpoch
     assert diverging == EpochEndOffset(Epoch=1, EndOffset=2)
     t = response(cfg, s, 1, answer(1, 3, 4, diverging=diverging), s.fetching)
-    assert t.state.log == log(1, 1)  # offsets 2 and 3 were committed (high watermark 4)
-    assert t.state.high_watermark == 2
+    assert t.state.role == Role.DOWN  # offsets 2 and 3 are committed (high watermark 4)
+    assert t.state.log == s.log
+    assert [type(o) for o in t.outputs] == [Shutdown]
 
     # The model's reading keeps them: only the uncommitted offset 4 goes.
     at_most_leader_cfg = config(1)
@@ -450,13 +452,30 @@ def test_fetch_resp_2_truncates_records_of_larger_epochs_below_the_end_offset():
     assert "FETCH-RESP-2" in t.rules
 
 
-def test_fetch_resp_2_high_watermark_is_clipped_to_the_new_log_end():
-    """FETCH-RESP-2: after truncation the high watermark is at most the new log end offset."""
+def test_fetch_resp_2_truncation_below_the_high_watermark_is_fatal():
+    """FETCH-RESP-2: a DivergingEpoch below the fetcher's high watermark would drop records it knows
+    are committed: it truncates nothing, shuts down, and handles nothing more."""
     cfg = config(2)
     s = follower(2, 1, 3, log(1, 1, 1, 1), high_watermark=3)
     t = response(cfg, s, 1, answer(1, 3, 2, diverging=EpochEndOffset(Epoch=1, EndOffset=2)), s.fetching)
-    assert t.state.log == log(1, 1)
-    assert t.state.high_watermark == 2
+    assert t.state.role == Role.DOWN
+    assert (t.state.epoch, t.state.leader_id, t.state.log) == (3, 1, log(1, 1, 1, 1))
+    assert len(t.outputs) == 1
+    assert t.outputs[0].reason == (
+        "Fetch response from 1: DivergingEpoch (epoch 1, end offset 2) would truncate to offset 2, below our high watermark 3"
+    )
+    assert t.rules == ("FETCH-RESP-2",)
+    after = response(cfg, t.state, 1, answer(1, 3, 2), t.state.fetching)
+    assert (after.state, after.outputs) == (t.state, ())
+
+
+def test_fetch_resp_2_truncation_down_to_the_high_watermark_is_obeyed():
+    """FETCH-RESP-2: truncating exactly to the high watermark drops only uncommitted records."""
+    cfg = config(2)
+    s = follower(2, 1, 3, log(1, 1, 1, 1), high_watermark=2)
+    t = response(cfg, s, 1, answer(1, 3, 2, diverging=EpochEndOffset(Epoch=1, EndOffset=2)), s.fetching)
+    assert (t.state.role, t.state.log, t.state.high_watermark) == (Role.FOLLOWER, log(1, 1), 2)
+    assert sends(t) == [Send(destination=1, message=fetch(2, 3, 2, 1))]
     assert "FETCH-RESP-2" in t.rules
 
 

@@ -2,6 +2,8 @@
 
 from collections import Counter
 
+import pytest
+
 from conftest import CLUSTER_ID, config, fetch, leader_state, log, request, state, timer
 
 from model import node, properties
@@ -161,7 +163,7 @@ def test_qstate_4_other_vote_restarts_voted_and_discovers():
     assert t.state.role_name == "voted"
     assert Counter(t.outputs) == Counter(Send(destination=v, message=fetch(4, records)) for v in (2, 3))
     assert "QSTATE-4" in t.rules
-    again = request(cfg, t.state, 2, ask(4, 2, 9, 9))
+    again = request(cfg, t.state, 2, ask(4, 2, 3, 9))
     assert again.outputs == (
         Send(destination=2, message=VoteResponse(ErrorCode=0, PartitionErrorCode=0, LeaderId=-1, LeaderEpoch=4, VoteGranted=False)),
     )
@@ -178,6 +180,29 @@ def test_qstate_4_nothing_restarts_unattached_sending_discovery_fetch():
     assert Counter(t.outputs) == Counter(Send(destination=v, message=discovery) for v in (1, 3))
     assert "QSTATE-4" in t.rules
     assert "BOOT-1" in t.rules
+
+
+@pytest.mark.parametrize(
+    "persisted",
+    [
+        dict(role=Role.FOLLOWER, leader_id=3),
+        dict(role=Role.UNATTACHED, voted_id=1),
+        dict(role=Role.UNATTACHED, voted_id=3),
+        dict(role=Role.LEADER, leader_id=2),
+    ],
+    ids=["follower", "own vote", "other vote", "leader"],
+)
+def test_qstate_4_a_log_ahead_of_the_file_wins(persisted):
+    """QSTATE-4: a quorum-state file at epoch 2 beside a log whose last record is of epoch 5 (a stale
+    file): the node starts unattached in epoch 5, with no leader and no vote, never back in epoch 2."""
+    cfg = config(2)
+    records = log(1, 2, 5)
+    s = state(epoch=2, log=records, **persisted)
+    _, t = crash_and_restart(cfg, s)
+    discovery = fetch(5, records, replica=2)
+    assert t.state == NodeState(role=Role.UNATTACHED, epoch=5, log=records, fetching=discovery)
+    assert Counter(t.outputs) == Counter(Send(destination=v, message=discovery) for v in (1, 3))
+    assert "QSTATE-4" in t.rules
 
 
 def test_qstate_4_observer_restarts_following_known_leader():

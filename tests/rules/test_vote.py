@@ -149,7 +149,7 @@ def test_vote_req_1_receiver_without_cached_cluster_id_skips_the_check():
 def test_vote_req_2_stale_candidate_epoch_is_fenced(s, leader):
     """VOTE-REQ-2/COMMON-1: CandidateEpoch below ours is rejected with FENCED_LEADER_EPOCH."""
     cfg = config(1)
-    t = request(cfg, s, 3, vote(4, 3, 4, 9))
+    t = request(cfg, s, 3, vote(4, 3, 3, 9))
     assert t.state == s
     assert t.outputs == (Send(destination=3, message=answer(5, False, leader=leader, error=errors.FENCED_LEADER_EPOCH)),)
     assert "VOTE-REQ-2" in t.rules
@@ -160,7 +160,7 @@ def test_vote_req_2_stale_epoch_at_leader_is_fenced():
     """VOTE-REQ-2/COMMON-1: a leader fences a Vote of an older epoch and stays leader."""
     cfg = config(1)
     s = leader_state(cfg, 5, log(1, 5))
-    t = request(cfg, s, 2, vote(4, 2, 4, 7))
+    t = request(cfg, s, 2, vote(4, 2, 3, 7))
     assert t.state == s
     assert t.outputs == (Send(destination=2, message=answer(5, False, leader=1, error=errors.FENCED_LEADER_EPOCH)),)
     assert "VOTE-REQ-2" in t.rules
@@ -174,7 +174,7 @@ def test_vote_req_3_same_epoch_same_candidate_is_granted_again():
     """VOTE-REQ-3: in an epoch already voted in, the recorded candidate is granted (again)."""
     cfg = config(1)
     s = state(Role.UNATTACHED, epoch=5, voted_id=2, log=log(1, 5))
-    t = request(cfg, s, 2, vote(5, 2, 5, 1))
+    t = request(cfg, s, 2, vote(5, 2, 4, 1))
     assert t.state == s
     assert t.outputs == (Send(destination=2, message=answer(5, True)),)
     assert "VOTE-REQ-3" in t.rules
@@ -183,8 +183,8 @@ def test_vote_req_3_same_epoch_same_candidate_is_granted_again():
 def test_vote_req_3_same_epoch_other_candidate_is_rejected():
     """VOTE-REQ-3/ELECT-5: in an epoch already voted in, another candidate is rejected (NONE), even with a longer log."""
     cfg = config(1)
-    s = state(Role.UNATTACHED, epoch=5, voted_id=2, log=log(1, 5))
-    t = request(cfg, s, 3, vote(5, 3, 5, 9))
+    s = state(Role.UNATTACHED, epoch=5, voted_id=2, log=log(1, 4))
+    t = request(cfg, s, 3, vote(5, 3, 4, 9))
     assert t.state == s
     assert t.state.voted_id == 2
     assert t.outputs == (Send(destination=3, message=answer(5, False)),)
@@ -222,7 +222,7 @@ def test_vote_req_3a_same_epoch_no_vote_known_leader_is_rejected():
     """VOTE-REQ-3A: same epoch, no vote recorded, a leader known for it: reject with NONE."""
     cfg = config(1)
     s = state(Role.FOLLOWER, epoch=5, leader_id=2, log=log(1, 5))
-    t = request(cfg, s, 3, vote(5, 3, 5, 1))
+    t = request(cfg, s, 3, vote(5, 3, 4, 1))
     assert t.state == s
     assert t.outputs == (Send(destination=3, message=answer(5, False, leader=2)),)
     assert "VOTE-REQ-3A" in t.rules
@@ -231,9 +231,9 @@ def test_vote_req_3a_same_epoch_no_vote_known_leader_is_rejected():
 def test_vote_req_3a_same_epoch_no_vote_no_leader_applies_log_check_grant():
     """VOTE-REQ-3A: same epoch, no vote, no leader: an up-to-date candidate is granted as for a larger epoch."""
     cfg = config(1)
-    s = state(Role.UNATTACHED, epoch=5, log=log(1, 5))
-    t = request(cfg, s, 3, vote(5, 3, 5, 1))
-    assert t.state == NodeState(role=Role.UNATTACHED, epoch=5, voted_id=3, log=log(1, 5))
+    s = state(Role.UNATTACHED, epoch=5, log=log(1, 4))
+    t = request(cfg, s, 3, vote(5, 3, 4, 1))
+    assert t.state == NodeState(role=Role.UNATTACHED, epoch=5, voted_id=3, log=log(1, 4))
     assert t.outputs == (Send(destination=3, message=answer(5, True)),)
     assert "VOTE-REQ-4B" in t.rules
     assert "VOTE-REQ-3A" not in t.rules

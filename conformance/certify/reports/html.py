@@ -16,7 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from conformance.certify.replay import NOT_APPLICABLE, TraceResult, failure_text
-from conformance.certify.reports.wording import FAILING, allowed_text, headline, lacking, needs_text, overall, readings, rule_totals, steps_text, taken_text, trace_totals
+from conformance.certify.reports.wording import FAILING, allowed_text, corpus_profile_text, headline, lacking, needs_text, overall, readings, rule_totals, steps_text, taken_text, trace_totals
 from conformance.certify.verdicts import Certification
 from conformance.corpus.cells import input_kind
 from conformance.diagrams.labels import message_label
@@ -107,6 +107,7 @@ def html(report: Certification, corpus: dict[str, Trace], reproductions: dict[st
         verdict=overall(report),
         headline=headline(report),
         trace_totals=trace_totals(report),
+        corpus_profile=corpus_profile_text(report),
         rule_totals=rule_totals(report),
         steps=steps_text(report.steps_run, report.steps, report.steps_skipped),
         readings=[(r.point, taken_text(r)) for r in readings(report)],

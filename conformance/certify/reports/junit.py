@@ -11,17 +11,26 @@ from conformance.text import markup as attribute
 
 def junit(report: Certification) -> str:
     suite = attribute(report.adapter)
-    cases = [f'  <testcase classname="kraftcheck.{suite}" name="{attribute(Path(r.trace).name)}" time="{r.seconds}"{_outcome(r)}' for r in report.results]
+    cases = [f'  <testcase classname="kraftcheck.{suite}" name="{attribute(Path(r.trace).name)}"{_time(r.seconds)}{_outcome(r)}' for r in report.results]
     return "\n".join(
         [
             '<?xml version="1.0" encoding="utf-8"?>',
             f'<testsuite name="kraftcheck certify {suite}" tests="{report.traces}" failures="{report.departed}" errors="{report.errors}" '
-            f'skipped="{report.not_applicable}" time="{report.seconds}">',
+            f'skipped="{report.not_applicable}"{_time(report.seconds)}>',
+            "  <properties>",
+            f'    <property name="corpus" value="{attribute(report.corpus)}"/>',
+            f'    <property name="profile" value="{attribute(report.profile)}"/>',
+            "  </properties>",
             *cases,
             "</testsuite>",
             "",
         ]
     )
+
+
+def _time(seconds: float | None) -> str:
+    """The time attribute: left out of a report without timings (JUnit makes it optional)."""
+    return "" if seconds is None else f' time="{seconds}"'
 
 
 def _outcome(result: TraceResult) -> str:

@@ -3,7 +3,7 @@
 from tabulate import tabulate
 
 from conformance.certify.replay import failure_text
-from conformance.certify.reports.wording import FAILING, allowed_text, headline, lacking, readings, rule_totals, steps_text, taken_text, trace_totals
+from conformance.certify.reports.wording import FAILING, allowed_text, corpus_profile_text, headline, lacking, readings, rule_totals, steps_text, taken_text, trace_totals
 from conformance.certify.verdicts import Certification
 
 
@@ -12,8 +12,8 @@ def markdown(report: Certification) -> str:
         f"# kraftcheck certification: `{report.adapter}`",
         "",
         *([f"Implementation: {report.implementation}", ""] if report.implementation else []),
-        f"Verdict: **{headline(report)}**. Traces: {trace_totals(report)} (steps matched: {steps_text(report.steps_run, report.steps, report.steps_skipped)}) "
-        f"in {report.seconds:.1f} s; corpus `{report.corpus}`. Rules: {rule_totals(report)}.",
+        f"Verdict: **{headline(report)}**. Traces: {trace_totals(report)} (steps matched: {steps_text(report.steps_run, report.steps, report.steps_skipped)})"
+        f"{'' if report.seconds is None else f' in {report.seconds:.1f} s'}; corpus `{report.corpus}`, {corpus_profile_text(report)}. Rules: {rule_totals(report)}.",
         "",
         "## Verdict per rule",
         "",

@@ -8,20 +8,23 @@ from tabulate import tabulate
 
 from conformance.certify.replay import failure_text
 from conformance.certify.reports.publish import REPORT_FILES
-from conformance.certify.reports.wording import FAILING, allowed_text, alternative_text, lacking, readings, rule_totals, steps_text, trace_totals
+from conformance.certify.reports.wording import FAILING, allowed_text, alternative_text, corpus_profile_text, lacking, readings, rule_totals, steps_text, trace_totals
 from conformance.certify.verdicts import Certification
 from conformance.text import wrapped_table
 
 
-def terminal_summary(report: Certification, out: Path, show: int = 15) -> str:
+def terminal_summary(report: Certification, out: Path, show: int = 15, seconds: float | None = None) -> str:
+    """The closing summary; `seconds`, the wall time, where the report leaves it out."""
+    wall = report.seconds if report.seconds is not None else seconds
     rows = [
         ("adapter", report.adapter),
         *([("implementation", report.implementation)] if report.implementation else []),
+        ("corpus", f"{report.corpus}, {corpus_profile_text(report)}"),
         ("traces", trace_totals(report)),
         ("steps matched", steps_text(report.steps_run, report.steps, report.steps_skipped)),
         ("rules", rule_totals(report)),
         *([("lacks", "; ".join(lacking(report)))] if report.lacks else []),
-        ("seconds", f"{report.seconds:.1f}"),
+        *([("seconds", f"{wall:.1f}")] if wall is not None else []),
         ("reports", ", ".join(str(out / name) for name in REPORT_FILES.values())),
     ]
     text = tabulate(rows, tablefmt="simple")

@@ -33,6 +33,13 @@ def trace_totals(report: Certification) -> str:
     return f"{_totals(counts, VERDICTS)}, {report.traces} in all"
 
 
+def corpus_profile_text(report: Certification) -> str:
+    """E.g. "generated under the model profile kafka-3.9"."""
+    if not report.profile:
+        return "generated under no model profile (ISR replicas only)"
+    return f"generated under the model profile{'s' if ', ' in report.profile else ''} {report.profile}"
+
+
 def rule_totals(report: Certification) -> str:
     """E.g. "130 conform, 2 depart, 5 not applicable, 0 errors, 20 not exercised"."""
     return _totals(Counter(v.verdict for v in report.rules), (*VERDICTS, NOT_EXERCISED))

@@ -143,13 +143,18 @@ final class DrivenNode {
     }
 
     /**
-     * Polls until the client has handled every queued message and a poll changes nothing:
-     * KafkaRaftClient handles one message per poll. A client that throws has failed the way a
-     * Kafka process would exit on a fatal error: the node is down, and the reply says shutdown.
+     * Polls until the client has handled every queued message and a poll that handled none
+     * changes nothing. KafkaRaftClient handles one message per poll, after acting on its
+     * current state (pollCurrentState, then handleInboundMessage), so what a message leads to
+     * (a Fetch re-sent at once after an epoch error) is sent by the poll after the one that
+     * handled it, even when that message changed nothing observable. A client that throws has
+     * failed the way a Kafka process would exit on a fatal error: the node is down, and the
+     * reply says shutdown.
      */
     private void pollUntilQuiet() {
         for (int poll = 0; poll < MAX_POLLS; poll++) {
             String before = progress();
+            boolean handlesMessage = !queue.isEmpty();
             try {
                 client.poll();
             } catch (RuntimeException fatal) {
@@ -160,7 +165,7 @@ final class DrivenNode {
                 return;
             }
             undrained.addAll(channel.drainSendQueue());
-            if (queue.isEmpty() && before.equals(progress())) {
+            if (!handlesMessage && queue.isEmpty() && before.equals(progress())) {
                 return;
             }
         }

@@ -1,0 +1,61 @@
+"""COMMON-4: requests no correct sender can produce, refused before they touch any state.
+
+A negative epoch or offset, a leader id of -1 where a leader is named, a last epoch the
+sender's own epoch could not have: followed, such a request would make a node adopt leader
+-1 or an epoch it can never leave. Kafka answers them INVALID_REQUEST (KafkaRaftClient:
+handleVoteRequest, validateVoterOnlyRequest, handleFetchRequest); a leader or successor
+outside the voter set is a request "with inconsistent membership", INCONSISTENT_VOTER_SET.
+"""
+
+from model.config import NodeConfig
+from model.messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, OffsetsForLeaderEpochRequest, VoteRequest
+from model.transitions import last_record_offset
+from spec import errors
+
+
+def vote_refusal(config: NodeConfig, request: VoteRequest) -> int | None:
+    """The candidate's last record is of an earlier epoch than the one it stands in (it bumped it)."""
+    malformed = (
+        request.CandidateEpoch < 0
+        or request.CandidateId < 0
+        or request.LastOffsetEpoch < 0
+        or request.LastOffsetEpoch >= request.CandidateEpoch
+        or last_record_offset(config, request) < -1
+    )
+    return errors.INVALID_REQUEST if malformed else None
+
+
+def leader_refusal(config: NodeConfig, leader_id: int, epoch: int) -> int | None:
+    """BeginQuorumEpoch and EndQuorumEpoch name a voter other than the receiver as leader."""
+    if epoch < 0 or leader_id < 0 or leader_id == config.node_id:
+        return errors.INVALID_REQUEST
+    return None if leader_id in config.voters else errors.INCONSISTENT_VOTER_SET
+
+
+def begin_refusal(config: NodeConfig, request: BeginQuorumEpochRequest) -> int | None:
+    return leader_refusal(config, request.LeaderId, request.LeaderEpoch)
+
+
+def end_refusal(config: NodeConfig, request: EndQuorumEpochRequest) -> int | None:
+    if request.ReplicaId < 0 or len(set(request.PreferredSuccessors)) != len(request.PreferredSuccessors):
+        return errors.INVALID_REQUEST
+    refusal = leader_refusal(config, request.LeaderId, request.LeaderEpoch)
+    if refusal is None and not set(request.PreferredSuccessors) <= set(config.voters):
+        return errors.INCONSISTENT_VOTER_SET
+    return refusal
+
+
+def fetch_refusal(config: NodeConfig, request: FetchRequest) -> int | None:
+    """A fetcher's last fetched epoch is never above its own epoch."""
+    malformed = (
+        request.CurrentLeaderEpoch < 0
+        or request.FetchOffset < 0
+        or request.LastFetchedEpoch < 0
+        or request.LastFetchedEpoch > request.CurrentLeaderEpoch
+    )
+    return errors.INVALID_REQUEST if malformed else None
+
+
+def offsets_refusal(config: NodeConfig, request: OffsetsForLeaderEpochRequest) -> int | None:
+    """CurrentLeaderEpoch -1 asks for no epoch check (KIP-101); any other negative value is impossible."""
+    return errors.INVALID_REQUEST if request.LeaderEpoch < 0 or request.CurrentLeaderEpoch < -1 else None
