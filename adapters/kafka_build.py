@@ -25,11 +25,10 @@ from adapters.registry import AdapterBuildError, AdapterOptionError
 
 TESTED_VERSIONS = ("3.9.1", "4.3.1")
 DEFAULT_VERSION = "4.3.1"
-# The model profile (model/config.py PROFILES) that reads KIP-595 as a tested version does, where
-# the model has one: scripts/certify-kafka certifies each tested version under kip595 and under its
-# own profile, whose shipped corpus is traces/PROFILE/. 4.3.1 has none yet: Kafka 4.x pre-votes
-# (KIP-996), which the model does not have.
-VERSION_PROFILES = {"3.9.1": "kafka-3.9"}
+# The model profile (model/config.py PROFILES) that reads KIP-595 as a tested version does:
+# scripts/certify-kafka certifies each tested version under kip595 and under its own profile,
+# whose shipped corpus is traces/PROFILE/.
+VERSION_PROFILES = {"3.9.1": "kafka-3.9", "4.3.1": "kafka-4.3"}
 OLDEST = (3, 9)  # KafkaRaftClient's constructor takes KIP-853's types from 3.9 on
 
 SOURCES = Path(adapters.__file__).parent / "kafka"

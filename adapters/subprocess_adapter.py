@@ -29,7 +29,7 @@ from adapters.contract import AdapterError
 from adapters.process_lifetime import ProcessTree
 from model.events import AppendResult, Send
 from model.isr.events import AlterIsr
-from model.messages import Message
+from model.messages import LATER_FIELDS, Message
 from spec.trace import CAPABILITIES, Header, Input, Observed, Outputs
 
 STOP_GRACE_SECONDS = 1.0  # how long close() lets the process exit after "stop" before killing it
@@ -85,15 +85,17 @@ class _Invalid(Exception):
 
 
 def _field_difference(path: str, raw: object, typed: object) -> str | None:
-    """Where a decoded message's JSON lacks a field of its type or has one the type does not know."""
+    """Where a decoded message's JSON lacks a field of its type (other than one a later version
+    added) or has one the type does not know."""
     if isinstance(typed, dict):
-        missing = [key for key in typed if key not in raw]
+        later = LATER_FIELDS.get(raw.get("type"), frozenset())  # a node may predate the version that added them
+        missing = [key for key in typed if key not in raw and key not in later]
         if missing:
             return f"{path} lacks {', '.join(missing)}"
         unknown = [key for key in raw if key not in typed]
         if unknown:
             return f"{path} has unknown fields {', '.join(unknown)}"
-        for key in typed:
+        for key in raw:
             found = _field_difference(f"{path}.{key}", raw[key], typed[key])
             if found:
                 return found

@@ -1,11 +1,11 @@
 """BeginQuorumEpoch: a new leader announcing its epoch to the voters, and their endorsements."""
 
 from model.config import NodeConfig
-from model.events import Response, Send, Shutdown
+from model.events import Response, Send
 from model.messages import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import as_sent, Transition, become_follower, enter_role, observe_leader, replace
-from model.validity import begin_refusal
+from model.transitions import as_sent, Transition, become_follower, observe_leader, replace, shut_down
+from model.validity import ahead_of_epoch_check, begin_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
 
@@ -15,18 +15,22 @@ def handle_begin_request(config: NodeConfig, state: NodeState, source: int, requ
         response = BeginQuorumEpochResponse(ErrorCode=top_error, PartitionErrorCode=error, LeaderId=s.leader_id, LeaderEpoch=s.epoch)
         return Transition(s, (Send(destination=source, message=as_sent(config, response)),) + extra, rules + ("COMMON-2",))
 
-    if not config.is_voter and config.choices.pick("VOTER-ONLY-1") == "reject":
+    if not config.is_voter and not config.options.voter_set_unchecked and config.choices.pick("VOTER-ONLY-1") == "reject":
         return answer(state, ("VOTER-ONLY-1",), errors.INCONSISTENT_VOTER_SET)
     if cluster_id_conflicts(config, request.ClusterId):
-        down = enter_role(state, Role.DOWN, high_watermark=0)
+        refused = answer(state, ("BEGIN-REQ-1", "BOOT-2"), top_error=errors.INCONSISTENT_CLUSTER_ID)
+        if not config.options.cluster_id_conflict_fatal:
+            return refused
         reason = f"BeginQuorumEpoch from leader {request.LeaderId} carries cluster id {request.ClusterId!r}, ours is {config.cluster_id!r}"
-        return answer(down, ("BEGIN-REQ-1", "BOOT-2"), top_error=errors.INCONSISTENT_CLUSTER_ID, extra=(Shutdown(reason=reason),))
-    refusal = begin_refusal(config, request)
+        return shut_down(state, reason, refused.rules, refused.outputs)
+    refusal = ahead_of_epoch_check(config, begin_refusal(config, request), request.LeaderEpoch, state.epoch)
     if refusal is not None:
         return answer(state, ("COMMON-4",), refusal)
     if request.LeaderEpoch < state.epoch:
         return answer(state, ("BEGIN-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
     if request.LeaderEpoch == state.epoch and state.leader_id != -1:
+        if state.leader_id != request.LeaderId and config.options.conflicting_leader_fatal:
+            return shut_down(state, f"BeginQuorumEpoch names leader {request.LeaderId} of epoch {state.epoch}, whose leader is {state.leader_id}", ("BEGIN-REQ-3",))
         if state.leader_id != request.LeaderId:
             return answer(state, ("BEGIN-REQ-3",), errors.INVALID_QUORUM_STATE)
         return answer(state, ("BEGIN-REQ-4",))

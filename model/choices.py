@@ -54,6 +54,25 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "the KIP refuses an unknown leader without naming a code; INVALID_QUORUM_STATE fits a different known leader as well",
         ),
         ChoicePoint(
+            "COMMON-4",
+            "a request with an impossible field and a stale epoch: which refusal it gets",
+            ("fields-first", "epoch-first"),
+            "the KIP has no rule for impossible field values, so nothing orders their refusal (INVALID_REQUEST, INCONSISTENT_VOTER_SET) "
+            "against the stale epoch's FENCED_LEADER_EPOCH (COMMON-1)",
+        ),
+        ChoicePoint(
+            "END-REQ-5",
+            "the leader and epoch in the answer of the first preferred successor, which stands at once",
+            ("after-standing", "before-standing"),
+            "the KIP says the first successor becomes a candidate immediately, not whether its EndQuorumEpoch response is built before or after",
+        ),
+        ChoicePoint(
+            "ELECT-6",
+            "a candidate refused by a majority: when it stands again",
+            ("after-backoff", "at-once"),
+            "the KIP's backoff before the next election is random, up to quorum.election.backoff.max.ms; a draw of 0 stands again at once",
+        ),
+        ChoicePoint(
             "VOTE-REQ-3A",
             "a Vote in the voter's own epoch, not voted in, while it knows that epoch's leader",
             ("refuse", "grant-if-up-to-date"),

@@ -30,8 +30,9 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     vote_last_offset: str = "last-record"
     # BOOT-1, OBS-2 for voters too (KIP-853, Kafka 3.9 on): every replica that knows no leader,
     # voter or observer, looks for one by fetching from a voter, from its start on, and again on
-    # its request timer (KafkaRaftClient.pollUnattachedCommon, maybeSendFetchToAnyBootstrap). A
-    # node starts as one coming back from an empty persisted state, so its first Fetch is seen.
+    # its request timer and as soon as a Fetch is answered without naming one, as an observer does
+    # (KafkaRaftClient.pollUnattachedCommon, maybeSendFetchToAnyBootstrap). A node starts as one
+    # coming back from an empty persisted state, so its first Fetch is seen.
     unattached_discovery: bool = False
     # OBS-2: which voters "a random voter" ranges over. False: the other voters (the model's
     # reading); True: every voter, the node itself included, as Kafka's bootstrap list of static
@@ -41,9 +42,22 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # True: the KIP's file holds both (and Kafka 4.x's); False: Kafka 3.x keeps the leader alone
     # (ElectionState.withElectedLeader), and a follower never grants a vote in its epoch anyway.
     vote_kept_with_leader: bool = True
+    # QSTATE-1 at the leader itself. True: its file keeps its vote for itself beside its
+    # leadership (the KIP's file holds both); False: leadership alone, as Kafka's leader writes it
+    # (LeaderState.election: withElectedLeader(epoch, localId, Optional.empty()), 3.9 and 4.x).
+    leader_keeps_vote: bool = True
+    # QSTATE-4 for a file holding a leader and the node's own vote (a candidate that then
+    # followed another's leadership in its epoch). False: it follows that leader (the model's
+    # reading); True: it stands again as candidate of that epoch, as Kafka 4.x's
+    # QuorumState.initialize checks isVotedCandidate before hasLeader.
+    restart_candidate_first: bool = False
+    # VOTE-REQ-3 at a follower that keeps its vote (vote_kept_with_leader): a Vote again from the
+    # candidate it voted for. False: granted again, the vote it gave (the model's reading); True:
+    # refused, as a Kafka follower refuses every standard Vote (FollowerState.canGrantVote).
+    follower_refuses_votes: bool = False
     # HW-1..4: whether a node may not know its high watermark (-1 on the wire and when observed).
     # False: it starts at 0 and a new leader keeps the one it had (the model's reading); True:
-    # unknown after a start and at a new leader until it commits in its epoch, as Kafka's
+    # unknown after a start, at a resigned leader, and at a new leader until it commits in its epoch, as Kafka's
     # EpochState.highWatermark() (an Optional) is; a follower keeps its own when the leader's is
     # unknown (KafkaRaftClient.updateFollowerHighWatermark).
     unknown_high_watermark: bool = False
@@ -72,8 +86,9 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     stale_responses_ignored: bool = False
     # FETCH-RESP-3 with COMMON-3: a Fetch response that names the leader of the node's own epoch,
     # one it did not know. False: the node follows it and fetches again (the model's reading);
-    # True: it follows it and appends the response's records at once, "so an observer discovers
-    # the leader and appends in the same Fetch" (KafkaRaftClient.maybeHandleCommonResponse).
+    # True: it follows it and takes the response as its leader's at once (appends its records, or
+    # truncates on its DivergingEpoch), "so an observer discovers the leader and appends in the
+    # same Fetch" (KafkaRaftClient.maybeHandleCommonResponse).
     discovery_appends: bool = False
     # OBS-1, RETRY-1: what a fetcher does when its Fetch goes unanswered. False: an observer's
     # fetch timeout forgets the leader and discovers it again, a follower's request timeout
@@ -87,6 +102,52 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # -1, as Kafka builds every refused Fetch's response without one
     # (KafkaRaftClient.tryCompleteFetchRequest -> buildEmptyFetchResponse(error, Optional.empty())).
     refused_fetch_without_high_watermark: bool = False
+    # ELECT-1..4 with KIP-996's pre-vote (Kafka 4.x). False: a voter whose timer fires stands at
+    # once in a bumped epoch (the KIP); True: it first becomes prospective, in its own epoch and
+    # keeping its leader and vote, with nothing persisted, and asks every other voter with a Vote
+    # whose PreVote is true; it stands (bumps the epoch) only once a majority, itself included,
+    # grants, and otherwise goes back to following the leader it knew, or unattached. A pre-vote
+    # never binds the voter's vote; it is granted to an up-to-date log by every voter except a
+    # leader and a follower that has fetched from its leader since it started following
+    # (QuorumState.transitionToProspective, KafkaRaftClient.handleVoteRequest,
+    # FollowerState.canGrantVote, KafkaRaftClient.prospectiveTransitionAfterElectionLoss).
+    pre_vote: bool = False
+    # VOTER-ONLY-1, VOTE-REQ-4A, END-REQ-4 and COMMON-4's INCONSISTENT_VOTER_SET (KIP-853, Kafka
+    # 3.9 on). False: a request naming a candidate, leader or successor outside the voter set, or
+    # sent to an observer, is refused INCONSISTENT_VOTER_SET (the KIP); True: nothing checks
+    # membership, since the voter set can change under a replica: an observer answers a Vote as a
+    # voter does, and a candidate or leader outside the set is answered as any other
+    # (KafkaRaftClient.handleVoteRequest, handleBeginQuorumEpochRequest and
+    # handleEndQuorumEpochRequest have no voter-set check).
+    voter_set_unchecked: bool = False
+    # END-REQ-3..6: what an EndQuorumEpoch tells a voter. False: only a follower of that leader
+    # acts on it, others refuse it (UNKNOWN_LEADER_EPOCH, INCONSISTENT_VOTER_SET); True: it is news
+    # of its leader, as any request naming one: a larger epoch, or an unknown leader of the
+    # node's own epoch, is adopted (the node follows the resigning leader) and the request
+    # answered NONE; a voter that is not a preferred successor waits the longest backoff, one
+    # place past the last successor (handleEndQuorumEpochRequest -> maybeTransition,
+    # endEpochElectionBackoff).
+    end_epoch_as_news: bool = False
+    # BEGIN-REQ-3, END-REQ-3: a BeginQuorumEpoch or EndQuorumEpoch naming another leader for an
+    # epoch whose leader the node knows, or an EndQuorumEpoch whose leader it would follow but
+    # cannot reach (outside its voter set, so without an endpoint). False: refused
+    # (INVALID_QUORUM_STATE, UNKNOWN_LEADER_EPOCH); True: Kafka throws in maybeTransition ("is
+    # inconsistent with current leader") or transitionToFollower, and the node stops: a Kafka
+    # bug, class (d), the KIP refuses such a request.
+    conflicting_leader_fatal: bool = False
+    # BEGIN-REQ-1, FETCH-RESP-4, BOOT-2: a cluster-id conflict in a BeginQuorumEpoch or a Fetch
+    # response. True: fatal, the node shuts down (the KIP); False: the request is answered
+    # INCONSISTENT_CLUSTER_ID and the response taken as a failed Fetch, sent again elsewhere, as
+    # Kafka does (handleBeginQuorumEpochRequest, handleTopLevelError; KAFKA-12465, class (d)).
+    cluster_id_conflict_fatal: bool = True
+    # DESCRIBE-REQ-1 at a non-leader. False: NOT_LEADER_OR_FOLLOWER with the leader and epoch it
+    # knows (COMMON-2); True: with leader 0 and epoch 0, the schema's defaults, as Kafka builds it
+    # (DescribeQuorumResponse.singletonErrorResponse; class (d)).
+    describe_refusal_defaults: bool = False
+    # OBS-1: whether an observer acts on its fetch timeout. True: it does (the KIP); False: it has
+    # none, as Kafka 4.x's observer (KafkaRaftClient.pollFollowerAsObserver): a stalled Fetch is
+    # replaced on the request timeout.
+    observer_fetch_timeout: bool = True
     # Faulty variants, each breaking one rule on purpose (the checker must find them).
     hw_any_epoch: bool = False  # HW-1 ignored: commit entries of earlier epochs by counting
     vote_without_log_check: bool = False  # VOTE-REQ-4B: grant without the up-to-date check
@@ -104,9 +165,22 @@ PROFILES: dict[str, Options] = {
         vote_last_offset="end-offset", unattached_discovery=True, discovery_includes_self=True, vote_kept_with_leader=False, unknown_high_watermark=True,
         top_level_error_alone=True, progress_timeout_resigns=True, restart_resigned_ends_epoch=True,
         stale_responses_ignored=True, discovery_appends=True, stalled_fetch_any_voter=True, refused_fetch_without_high_watermark=True,
-        check_quorum_resets_on_majority=True,
+        check_quorum_resets_on_majority=True, voter_set_unchecked=True, end_epoch_as_news=True, conflicting_leader_fatal=True,
+        cluster_id_conflict_fatal=False, describe_refusal_defaults=True,
     ),
 }
+# Apache Kafka 4.3: Kafka 3.9's readings, with pre-vote (KIP-996), a follower's vote kept in the
+# quorum-state file beside its leader (ElectionState.withElectedLeader's votedKey), and a restart
+# that stands again on its own vote first.
+PROFILES["kafka-4.3"] = msgspec.structs.replace(
+    PROFILES["kafka-3.9"],
+    pre_vote=True,
+    vote_kept_with_leader=True,
+    leader_keeps_vote=False,
+    restart_candidate_first=True,
+    observer_fetch_timeout=False,
+    follower_refuses_votes=True,
+)
 
 FAULTY_PROFILES: dict[str, Options] = {
     "faulty-hw-any-epoch": Options(hw_any_epoch=True),

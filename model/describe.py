@@ -13,8 +13,9 @@ from spec import errors
 
 def handle_describe_request(config: NodeConfig, state: NodeState, source: int, request: DescribeQuorumRequest) -> Transition:
     if state.role != Role.LEADER:
+        defaults = config.options.describe_refusal_defaults
         response = DescribeQuorumResponse(
-            PartitionErrorCode=errors.NOT_LEADER_OR_FOLLOWER, LeaderId=state.leader_id, LeaderEpoch=state.epoch
+            PartitionErrorCode=errors.NOT_LEADER_OR_FOLLOWER, LeaderId=0 if defaults else state.leader_id, LeaderEpoch=0 if defaults else state.epoch
         )
         return Transition(state, (Send(destination=source, message=response),), ("DESCRIBE-REQ-1", "COMMON-2"))
     progress = dict(zip(config.replicas, state.replica_offsets))

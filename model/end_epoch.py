@@ -4,8 +4,8 @@ from model.config import NodeConfig
 from model.events import Response, Send, SetTimer, TimerKind
 from model.messages import EndQuorumEpochRequest, EndQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import as_sent, NO_OUTPUTS, Transition, enter_role, become_candidate, observe_leader
-from model.validity import end_refusal
+from model.transitions import as_sent, NO_OUTPUTS, Transition, become_follower, enter_role, observe_leader, shut_down, stand
+from model.validity import ahead_of_epoch_check, end_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
 
@@ -16,7 +16,7 @@ def resign(config: NodeConfig, state: NodeState) -> Transition:
         return Transition(state, NO_OUTPUTS, ())
     others = [(offset, voter) for voter, offset in zip(config.voters, state.replica_offsets) if voter != config.node_id]
     successors = tuple(voter for offset, voter in sorted(others, key=lambda ov: (-ov[0], ov[1])))
-    resigned = enter_role(state, Role.RESIGNED)
+    resigned = enter_role(state, Role.RESIGNED, high_watermark=-1 if config.options.unknown_high_watermark else state.high_watermark)
     return Transition(resigned, end_epoch(config, state.epoch, successors), ("END-SEND-1", "END-SEND-2"))
 
 
@@ -37,28 +37,43 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
         response = EndQuorumEpochResponse(ErrorCode=top_error, PartitionErrorCode=error, LeaderId=s.leader_id, LeaderEpoch=s.epoch)
         return Transition(s, (Send(destination=source, message=as_sent(config, response)),) + extra, rules + ("COMMON-2",))
 
-    if not config.is_voter:
+    if not config.is_voter and not config.options.voter_set_unchecked:
         return answer(state, ("VOTER-ONLY-1",), errors.INCONSISTENT_VOTER_SET)
     if cluster_id_conflicts(config, request.ClusterId):
         return answer(state, ("END-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
-    refusal = end_refusal(config, request)
+    refusal = ahead_of_epoch_check(config, end_refusal(config, request), request.LeaderEpoch, state.epoch)
     if refusal is not None:
         return answer(state, ("COMMON-4",), refusal)
     if request.LeaderEpoch < state.epoch:
         return answer(state, ("END-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
-    if request.LeaderEpoch > state.epoch or state.leader_id == -1:
+    news = config.options.end_epoch_as_news
+    unknown = request.LeaderEpoch > state.epoch or state.leader_id == -1
+    if unknown and not news:
         return answer(state, ("END-REQ-3", "COMMON-1"), errors.UNKNOWN_LEADER_EPOCH)
-    if state.leader_id != request.LeaderId:
+    if not unknown and state.leader_id != request.LeaderId:
+        if config.options.conflicting_leader_fatal:
+            return shut_down(state, f"EndQuorumEpoch names leader {request.LeaderId} of epoch {state.epoch}, whose leader is {state.leader_id}", ("END-REQ-3",))
         code = errors.INVALID_QUORUM_STATE if config.choices.pick("END-REQ-3") == "invalid-quorum-state" else errors.UNKNOWN_LEADER_EPOCH
         return answer(state, ("END-REQ-3", "COMMON-1"), code)
-    if config.node_id not in request.PreferredSuccessors:
+    rules: tuple[str, ...] = ()
+    followed: tuple = ()
+    if unknown:  # Options.end_epoch_as_news: the resigning leader is followed first
+        if request.LeaderId not in config.voters and config.options.conflicting_leader_fatal:
+            return shut_down(state, f"EndQuorumEpoch names leader {request.LeaderId}, which has no endpoint (outside the voter set)", ("END-REQ-3",))
+        state, followed = become_follower(config, state, request.LeaderId, request.LeaderEpoch)
+        rules = ("END-REQ-3", "COMMON-3", "QSTATE-2")
+    if state.role != Role.FOLLOWER:  # a prospective already asking (Options.pre_vote), an observer: only a follower acts on it
+        return answer(state, rules + ("END-REQ-5",), extra=followed)
+    if config.node_id not in request.PreferredSuccessors and not news:
         return answer(state, ("END-REQ-4",), errors.INCONSISTENT_VOTER_SET)
-    position = request.PreferredSuccessors.index(config.node_id)
-    if position == 0:
-        candidate, outputs = become_candidate(config, state)
-        return answer(candidate, ("END-REQ-5", "ELECT-4", "QSTATE-2"), extra=outputs)
+    successors = request.PreferredSuccessors
+    position = successors.index(config.node_id) if config.node_id in successors else len(successors)
+    if position == 0:  # stands at once, before the follower it just became fetches
+        candidate, outputs = stand(config, state)
+        answered = answer(candidate if config.choices.pick("END-REQ-5") == "after-standing" else state, rules, extra=outputs)
+        return Transition(candidate, answered.outputs, answered.rules + (("END-REQ-5", "ELECT-4", "QSTATE-2") if candidate.role != Role.PROSPECTIVE else ("END-REQ-5",)))
     timer = SetTimer(kind=TimerKind.FETCH_TIMEOUT, delay_ms=successor_backoff_ms(config, position))
-    return answer(state, ("END-REQ-6",), extra=(timer,))
+    return answer(state, rules + ("END-REQ-6",), extra=followed + (timer,))
 
 
 def handle_end_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:

@@ -2,7 +2,7 @@
 
 from model import log as logs
 from model.config import NodeConfig
-from model.events import Response, Send, Shutdown
+from model.events import Response, Send
 from model.messages import FetchRequest, FetchResponse, LeaderIdAndEpoch
 from model.state import NodeState, Role
 from model.transitions import (
@@ -11,12 +11,12 @@ from model.transitions import (
     Transition,
     advance_high_watermark,
     become_unattached,
-    enter_role,
     observe_leader,
     replace,
     send_fetch,
+    shut_down,
 )
-from model.validity import fetch_refusal
+from model.validity import ahead_of_epoch_check, fetch_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
 
@@ -36,7 +36,7 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
 
     if cluster_id_conflicts(config, request.ClusterId):
         return answer(state, ("FETCH-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
-    refusal = fetch_refusal(config, request)
+    refusal = ahead_of_epoch_check(config, fetch_refusal(config, request), request.CurrentLeaderEpoch, state.epoch)
     if refusal is not None:
         return answer(state, ("COMMON-4",), refusal)
     fenced = epoch_check(config, state, request.CurrentLeaderEpoch)
@@ -94,9 +94,12 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
     response: FetchResponse = event.message
     if config.options.stale_responses_ignored and event.request != state.fetching:
         return Transition(state, NO_OUTPUTS, ("COMMON-3",))
+    if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID and not config.options.cluster_id_conflict_fatal:
+        retrying, outputs = send_fetch(config, state, any_voter=config.options.stalled_fetch_any_voter)
+        return Transition(retrying, outputs, ("FETCH-RESP-4",))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         reason = f"Fetch response from {event.source}: cluster id conflicts with ours ({config.cluster_id!r})"
-        return Transition(enter_role(state, Role.DOWN, high_watermark=0), (Shutdown(reason=reason),), ("FETCH-RESP-4", "BOOT-2"))
+        return shut_down(state, reason, ("FETCH-RESP-4", "BOOT-2"))
     leader = response.CurrentLeader
     observed = observe_leader(config, state, leader.LeaderId, leader.LeaderEpoch)
     fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
@@ -105,19 +108,29 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
         if fenced and leader.LeaderId == -1:
             unattached, outputs = become_unattached(config, state, leader.LeaderEpoch, discover=True)
             return Transition(unattached, outputs, ("FETCH-RESP-1", "OBS-2"))
-        if config.options.discovery_appends and clean and leader.LeaderEpoch == state.epoch and observed[0].leader_id == leader.LeaderId:
-            following, outputs = send_fetch(config, replicate(observed[0], response))
-            return Transition(following, outputs, ("COMMON-3", "OBS-2", "FETCH-RESP-3", "HW-4", "FETCH-SEND-1"))
+        error_free = response.ErrorCode == errors.NONE and response.PartitionErrorCode == errors.NONE
+        if config.options.discovery_appends and error_free and leader.LeaderEpoch == state.epoch and observed[0].leader_id == leader.LeaderId:
+            taken = take_answer(config, observed[0], event)
+            return Transition(taken.state, taken.outputs, ("COMMON-3", "OBS-2") + taken.rules)
         return Transition(observed[0], observed[1], ("FETCH-RESP-1", "COMMON-3") if fenced else ("COMMON-3", "OBS-2"))
-    following = state.role in (Role.FOLLOWER, Role.OBSERVER)
+    discovering = state.role == Role.UNATTACHED and config.options.unattached_discovery  # fetches like a leaderless observer
+    following = state.role in (Role.FOLLOWER, Role.OBSERVER) or discovering
     if event.request != state.fetching or not following:
         late_from_leader = following and clean and event.source == state.leader_id and leader.LeaderEpoch == state.epoch
         if late_from_leader and config.choices.pick("FETCH-RESP-3") == "apply":
-            return Transition(replicate(state, response), NO_OUTPUTS, ("FETCH-RESP-3", "HW-4"))
+            return Transition(replicate(config, state, response), NO_OUTPUTS, ("FETCH-RESP-3", "HW-4"))
         return Transition(state, NO_OUTPUTS, ())
+    return take_answer(config, state, event)
+
+
+def take_answer(config: NodeConfig, state: NodeState, event: Response) -> Transition:
+    """FETCH-RESP-1..5: a fetcher's answer to the Fetch it awaits: re-send on an error, truncate on
+    DivergingEpoch, else append and take the high watermark; then fetch again."""
+    response: FetchResponse = event.message
     diverging = response.DivergingEpoch.Epoch != -1 and response.PartitionErrorCode in (errors.NONE, errors.OFFSET_OUT_OF_RANGE)
     if not diverging and (response.PartitionErrorCode != errors.NONE or response.ErrorCode != errors.NONE):
         retrying, outputs = send_fetch(config, state)
+        fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
         return Transition(retrying, outputs, ("FETCH-RESP-1",) if fenced else ("FETCH-SEND-2", "FETCH-SEND-1"))
     if diverging:
         log = logs.truncate_diverging(state.log, response.DivergingEpoch)
@@ -126,23 +139,29 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
                 f"Fetch response from {event.source}: DivergingEpoch (epoch {response.DivergingEpoch.Epoch}, end offset "
                 f"{response.DivergingEpoch.EndOffset}) would truncate to offset {len(log)}, below our high watermark {state.high_watermark}"
             )
-            return Transition(enter_role(state, Role.DOWN, high_watermark=0), (Shutdown(reason=reason),), ("FETCH-RESP-2",))
-        truncated, outputs = send_fetch(config, replace(state, log=log))
+            return shut_down(state, reason, ("FETCH-RESP-2",))
+        truncated, outputs = send_fetch(config, replace(state, log=log, fetched_from_leader=heard_from_leader(config, state) and response.PartitionErrorCode == errors.NONE))
         return Transition(truncated, outputs, ("FETCH-RESP-2", "K101-3", "FETCH-SEND-2", "FETCH-SEND-1"))
     rules: tuple[str, ...] = ("FETCH-RESP-3", "HW-4", "FETCH-SEND-2", "FETCH-SEND-1")
     records = response.Records or ()
     if records and records[0].Offset == len(state.log) and any(not isinstance(r.Value, int) for r in records):
         rules += ("FETCH-RESP-5",)
-    replicated, outputs = send_fetch(config, replicate(state, response))
+    replicated, outputs = send_fetch(config, replicate(config, state, response))
     return Transition(replicated, outputs, rules)
 
 
-def replicate(state: NodeState, response: FetchResponse) -> NodeState:
+def replicate(config: NodeConfig, state: NodeState, response: FetchResponse) -> NodeState:
     """FETCH-RESP-3, HW-4: append the records if they start at the log end, then take the high
-    watermark, unless the leader does not know it (-1: the follower keeps its own)."""
+    watermark, unless the leader does not know it (-1: the follower keeps its own). The node has
+    now heard from its leader in this role (what a pre-vote asks, Options.pre_vote)."""
     log = state.log
     records = response.Records or ()
     if records and records[0].Offset == len(log):
         log = log + tuple(records)
     known = response.HighWatermark >= 0
-    return replace(state, log=log, high_watermark=min(response.HighWatermark, len(log)) if known else state.high_watermark)
+    return replace(state, log=log, high_watermark=min(response.HighWatermark, len(log)) if known else state.high_watermark, fetched_from_leader=heard_from_leader(config, state))
+
+
+def heard_from_leader(config: NodeConfig, state: NodeState) -> bool:
+    """Whether a follower has had a Fetch answered by its leader: kept only where pre-votes ask it (Options.pre_vote)."""
+    return config.options.pre_vote and state.role == Role.FOLLOWER

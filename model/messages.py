@@ -116,8 +116,12 @@ def _flattened(schema: MessageSchema) -> list[tuple[str, Field]]:
     ]
 
 
+def _named_fields(schema: MessageSchema) -> list[tuple[str, Field]]:
+    return [(field.name, field) for field in schema.fields] if schema.type == "data" else _flattened(schema)
+
+
 def _message_type(schema: MessageSchema) -> type:
-    named = [(field.name, field) for field in schema.fields] if schema.type == "data" else _flattened(schema)
+    named = _named_fields(schema)
     spec = [_field_spec(schema, name, field) for name, field in named]
     message_type = msgspec.defstruct(schema.name, spec, module=__name__, frozen=True, kw_only=True, tag=True, gc=False)
     _note_node_ids(message_type, named)
@@ -155,6 +159,12 @@ EpochEndOffset = _STRUCT_TYPES["EpochEndOffset"]
 LeaderIdAndEpoch = _STRUCT_TYPES["LeaderIdAndEpoch"]
 ReplicaState = _STRUCT_TYPES["ReplicaState"]
 Voter = _STRUCT_TYPES["Voter"]
+
+LATER_FIELDS: dict[str, frozenset[str]] = {
+    name: frozenset(field_name for field_name, field in _named_fields(schema) if field.added_by)
+    for name, schema in _SCHEMAS.items()
+}
+"""Per message, the fields a later KIP added ("addedBy": PreVote, KIP-996): a node that predates them may leave them out."""
 
 MESSAGE_TYPES: dict[str, type] = {name: _TYPES[name] for name, schema in _SCHEMAS.items() if schema.type != "data"}
 REQUEST_TYPES: tuple[type, ...] = tuple(_TYPES[name] for name, schema in _SCHEMAS.items() if schema.type == "request")

@@ -29,14 +29,16 @@ from model.transitions import (
     NO_OUTPUTS,
     Transition,
     advance_high_watermark,
-    become_candidate,
+    become_prospective,
     become_follower,
     become_unattached,
     election_timer,
     enter_role,
+    lose_pre_vote,
     replace,
     request_votes,
     send_fetch,
+    stand,
 )
 from model.vote import handle_vote_request, handle_vote_response
 from spec import errors
@@ -98,9 +100,11 @@ def step(config: NodeConfig, state: NodeState, event: Event) -> Transition:
 def armed_timers(config: NodeConfig, state: NodeState) -> tuple[TimerKind, ...]:
     """The timers whose expiry changes something in this state (what the environment may fire)."""
     role = state.role
-    if role in (Role.FOLLOWER, Role.OBSERVER):
+    if role == Role.FOLLOWER or (role == Role.OBSERVER and config.options.observer_fetch_timeout):
         return (TimerKind.FETCH_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
-    if role == Role.CANDIDATE:
+    if role == Role.OBSERVER:
+        return (TimerKind.REQUEST_TIMEOUT,)
+    if role in (Role.CANDIDATE, Role.PROSPECTIVE):
         return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
     if role == Role.UNATTACHED and config.options.unattached_discovery:
         return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
@@ -116,12 +120,18 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
     if kind == TimerKind.FETCH_TIMEOUT:
         if role == Role.FOLLOWER:
             return candidacy(config, state, "ELECT-1")
+        if role == Role.OBSERVER and not config.options.observer_fetch_timeout:
+            return Transition(state, NO_OUTPUTS, UNCHANGED)
         if role == Role.OBSERVER and config.options.stalled_fetch_any_voter:
             fetching, outputs = send_fetch(config, state, any_voter=True)
             return Transition(fetching, outputs, ("OBS-1", "OBS-2"))
         if role == Role.OBSERVER:
             lost, outputs = become_unattached(config, state, state.epoch, discover=True)
             return Transition(lost, outputs, ("OBS-1", "OBS-2", "BOOT-4"))
+    elif kind == TimerKind.ELECTION_TIMEOUT and role == Role.PROSPECTIVE:
+        # KIP-996: out of time, it follows the leader it knew again, or asks once more.
+        after, outputs = lose_pre_vote(config, state) if state.leader_id != -1 else become_prospective(config, state)
+        return Transition(after, outputs, ("ELECT-2",))
     elif kind == TimerKind.ELECTION_TIMEOUT and role in (Role.CANDIDATE, Role.UNATTACHED, Role.RESIGNED):
         rule = {Role.CANDIDATE: "ELECT-2", Role.UNATTACHED: "ELECT-3", Role.RESIGNED: "RESIGN-1"}[role]
         return candidacy(config, state, rule)
@@ -138,8 +148,10 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
 
 
 def candidacy(config: NodeConfig, state: NodeState, reason: str) -> Transition:
-    """Start an election; a single voter wins it at once (ELECT-4, VOTE-RESP-2/3)."""
-    candidate, outputs = become_candidate(config, state)
+    """Start an election, or its pre-vote (Options.pre_vote); a single voter wins it at once (ELECT-4, VOTE-RESP-2/3)."""
+    candidate, outputs = stand(config, state)
+    if candidate.role == Role.PROSPECTIVE:
+        return Transition(candidate, outputs, (reason, "ELECT-6"))
     if candidate.role == Role.LEADER:
         return Transition(candidate, outputs, (reason, "ELECT-4", "VOTE-RESP-2", "VOTE-RESP-3", "QSTATE-2"))
     return Transition(candidate, outputs, (reason, "ELECT-4", "ELECT-6", "QSTATE-2"))
@@ -151,9 +163,9 @@ def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
     if role in (Role.FOLLOWER, Role.OBSERVER) or (role == Role.UNATTACHED and config.options.unattached_discovery):
         fetching, outputs = send_fetch(config, state, any_voter=config.options.stalled_fetch_any_voter)
         return Transition(fetching, outputs, ("RETRY-1", "FETCH-SEND-1"))
-    if role in (Role.CANDIDATE, Role.LEADER) and config.choices.pick("RETRY-1") == "nothing":
+    if role in (Role.CANDIDATE, Role.PROSPECTIVE, Role.LEADER) and config.choices.pick("RETRY-1") == "nothing":
         return Transition(state, NO_OUTPUTS, ("RETRY-1",))
-    if role == Role.CANDIDATE:
+    if role in (Role.CANDIDATE, Role.PROSPECTIVE):
         return Transition(state, request_votes(config, state), ("RETRY-1",))
     if role == Role.LEADER:
         announce = BeginQuorumEpochRequest(ClusterId=config.cluster_id, LeaderId=config.node_id, LeaderEpoch=state.epoch)
@@ -186,11 +198,12 @@ def restart(config: NodeConfig, state: NodeState) -> Transition:
     if durable.leader_id == me:
         outputs = end_epoch(config, durable.epoch, ()) if config.options.restart_resigned_ends_epoch else NO_OUTPUTS
         return Transition(replace(durable, role=Role.RESIGNED), outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
-    if durable.leader_id != -1:
+    stands = durable.voted_id == me and config.is_voter
+    if durable.leader_id != -1 and not (stands and config.options.restart_candidate_first):
         follower, outputs = become_follower(config, durable, durable.leader_id, durable.epoch)
         return Transition(follower, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4", "FETCH-SEND-1"))
-    if durable.voted_id == me and config.is_voter:
-        candidate = replace(durable, role=Role.CANDIDATE, granted=frozenset((me,)))
+    if stands:
+        candidate = replace(durable, role=Role.CANDIDATE, leader_id=-1, granted=frozenset((me,)))
         outputs = request_votes(config, candidate) + (election_timer(config),)
         return Transition(candidate, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
     unattached, outputs = become_unattached(config, durable, durable.epoch, discover=True)

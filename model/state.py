@@ -19,6 +19,7 @@ class Role(enum.IntEnum):
     RESIGNED = 4
     OBSERVER = 5  # a non-voter, following a leader or looking for one
     DOWN = 6  # crashed, or shut down after a fatal error
+    PROSPECTIVE = 7  # a voter asking for pre-votes in its own epoch before it stands (Options.pre_vote, KIP-996)
 
 
 class NodeState(msgspec.Struct, frozen=True, kw_only=True):
@@ -36,6 +37,7 @@ class NodeState(msgspec.Struct, frozen=True, kw_only=True):
     fetched: frozenset[int] = frozenset()  # leader: voters that fetched since the last progress check
     replica_offsets: tuple[int, ...] = ()  # leader: fetch offset per replica (NodeConfig.replicas), -1 unknown
     fetching: FetchRequest | None = None  # follower/observer: the Fetch in flight
+    fetched_from_leader: bool = False  # follower: a Fetch answered without error in this role (Options.pre_vote)
 
     @property
     def role_name(self) -> str:

@@ -10,7 +10,7 @@ import msgspec
 
 from model import log as logs
 from model.config import NodeConfig
-from model.events import Committed, Output, Send, SetTimer, TimerKind
+from model.events import Committed, Output, Send, SetTimer, Shutdown, TimerKind
 from model.messages import (
     BeginQuorumEpochRequest,
     FetchRequest,
@@ -49,8 +49,14 @@ def enter_role(state: NodeState, role: Role, **changes: object) -> NodeState:
         "fetched": frozenset(),
         "replica_offsets": (),
         "fetching": None,
+        "fetched_from_leader": False,
     }
     return replace(state, role=role, **(cleared | changes))
+
+
+def shut_down(state: NodeState, reason: str, rules: tuple[str, ...], sent: tuple[Output, ...] = NO_OUTPUTS) -> Transition:
+    """A fatal error: the node stops, its volatile state gone, after sending `sent`, and says why."""
+    return Transition(enter_role(state, Role.DOWN, high_watermark=0), sent + (Shutdown(reason=reason),), rules)
 
 
 def fetch_request(config: NodeConfig, state: NodeState) -> FetchRequest:
@@ -108,6 +114,7 @@ def vote_request(config: NodeConfig, state: NodeState) -> VoteRequest:
         CandidateId=config.node_id,
         LastOffsetEpoch=logs.last_epoch(state.log),
         LastOffset=last_offset + 1 if config.options.vote_last_offset == "end-offset" else last_offset,
+        PreVote=state.role == Role.PROSPECTIVE,
     )
 
 
@@ -130,6 +137,33 @@ def election_timer(config: NodeConfig) -> SetTimer:
         delay_ms=config.timing.election_timeout_ms,
         jitter_ms=config.timing.election_backoff_max_ms,
     )
+
+
+def stand(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
+    """ELECT-4, after a pre-vote under Options.pre_vote."""
+    return become_prospective(config, state) if config.options.pre_vote else become_candidate(config, state)
+
+
+def become_prospective(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
+    """KIP-996: ask every other voter for a pre-vote in the current epoch, keeping the leader and
+    the vote; nothing is persisted. A node that led its epoch (resigned, or a leader that lost its
+    quorum) cannot ask again in it: it moves to the next epoch, unattached, first (persisted), as
+    Kafka's resigned leader does. A majority of one stands at once."""
+    if state.role in (Role.RESIGNED, Role.LEADER):
+        state = replace(state, epoch=state.epoch + 1, leader_id=-1, voted_id=-1)
+    prospective = enter_role(state, Role.PROSPECTIVE, granted=frozenset((config.node_id,)))
+    if len(prospective.granted) >= config.majority:
+        return become_candidate(config, prospective)
+    return prospective, request_votes(config, prospective) + (election_timer(config),)
+
+
+def lose_pre_vote(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
+    """KIP-996: a prospective refused by a majority, or out of time, follows again the leader it
+    knew, or waits unattached in its epoch, its vote kept (persisted, as Kafka writes it)."""
+    if state.leader_id != -1:
+        return become_follower(config, state, state.leader_id, state.epoch)
+    unattached, outputs = become_unattached(config, state, state.epoch)
+    return unattached, outputs + (election_timer(config),)
 
 
 def become_candidate(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
@@ -159,7 +193,7 @@ def become_leader(config: NodeConfig, state: NodeState) -> tuple[NodeState, tupl
         state,
         Role.LEADER,
         leader_id=me,
-        voted_id=state.voted_id if config.options.vote_kept_with_leader else -1,
+        voted_id=state.voted_id if config.options.vote_kept_with_leader and config.options.leader_keeps_vote else -1,
         high_watermark=-1 if config.options.unknown_high_watermark else state.high_watermark,
         log=log,
         endorsed=frozenset((me,)),

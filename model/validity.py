@@ -13,13 +13,23 @@ from model.transitions import last_record_offset
 from spec import errors
 
 
+def ahead_of_epoch_check(config: NodeConfig, refusal: int | None, request_epoch: int, epoch: int) -> int | None:
+    """The refusal, unless the request's epoch is stale and the node checks the epoch first (the
+    COMMON-4 choice point): then the stale epoch's own refusal (COMMON-1) answers it."""
+    if refusal is None or request_epoch >= epoch or config.choices.pick("COMMON-4") == "fields-first":
+        return refusal
+    return None
+
+
 def vote_refusal(config: NodeConfig, request: VoteRequest) -> int | None:
-    """The candidate's last record is of an earlier epoch than the one it stands in (it bumped it)."""
+    """The candidate's last record is of an earlier epoch than the one it stands in (it bumped it);
+    a pre-vote's may be of the epoch it asks in."""
     malformed = (
         request.CandidateEpoch < 0
         or request.CandidateId < 0
         or request.LastOffsetEpoch < 0
-        or request.LastOffsetEpoch >= request.CandidateEpoch
+        or request.LastOffsetEpoch > request.CandidateEpoch
+        or (request.LastOffsetEpoch == request.CandidateEpoch and not request.PreVote)  # a pre-vote asks in the epoch it has
         or last_record_offset(config, request) < -1
     )
     return errors.INVALID_REQUEST if malformed else None
@@ -29,7 +39,7 @@ def leader_refusal(config: NodeConfig, leader_id: int, epoch: int) -> int | None
     """BeginQuorumEpoch and EndQuorumEpoch name a voter other than the receiver as leader."""
     if epoch < 0 or leader_id < 0 or leader_id == config.node_id:
         return errors.INVALID_REQUEST
-    return None if leader_id in config.voters else errors.INCONSISTENT_VOTER_SET
+    return None if leader_id in config.voters or config.options.voter_set_unchecked else errors.INCONSISTENT_VOTER_SET
 
 
 def begin_refusal(config: NodeConfig, request: BeginQuorumEpochRequest) -> int | None:
@@ -40,7 +50,7 @@ def end_refusal(config: NodeConfig, request: EndQuorumEpochRequest) -> int | Non
     if request.ReplicaId < 0 or len(set(request.PreferredSuccessors)) != len(request.PreferredSuccessors):
         return errors.INVALID_REQUEST
     refusal = leader_refusal(config, request.LeaderId, request.LeaderEpoch)
-    if refusal is None and not set(request.PreferredSuccessors) <= set(config.voters):
+    if refusal is None and not set(request.PreferredSuccessors) <= set(config.voters) and not config.options.voter_set_unchecked:
         return errors.INCONSISTENT_VOTER_SET
     return refusal
 

@@ -4,9 +4,21 @@ from model import log as logs
 from model.config import NodeConfig
 from model.messages import VoteRequest, VoteResponse
 from model.state import NodeState, Role
-from model.transitions import as_sent, Transition, become_leader, become_unattached, election_timer, last_record_offset, observe_leader, replace
+from model.transitions import (
+    Transition,
+    as_sent,
+    become_candidate,
+    become_leader,
+    become_unattached,
+    election_timer,
+    last_record_offset,
+    lose_pre_vote,
+    observe_leader,
+    replace,
+    stand,
+)
 from model.events import Response, Send
-from model.validity import vote_refusal
+from model.validity import ahead_of_epoch_check, vote_refusal
 from spec import errors
 
 
@@ -22,11 +34,13 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
         )
         return Transition(s, extra + (Send(destination=source, message=as_sent(config, response)),), rules + ("COMMON-2",))
 
-    if not config.is_voter:
+    if request.PreVote and not config.options.pre_vote:
+        return answer(state, False, ("VOTE-REQ-1",), top_error=errors.UNSUPPORTED_VERSION)  # a version this voter predates (KIP-996)
+    if not config.is_voter and not config.options.voter_set_unchecked:
         return answer(state, False, ("VOTER-ONLY-1",), error=errors.INCONSISTENT_VOTER_SET)
     if cluster_id_conflicts(config, request.ClusterId):
         return answer(state, False, ("VOTE-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
-    refusal = vote_refusal(config, request)
+    refusal = ahead_of_epoch_check(config, vote_refusal(config, request), request.CandidateEpoch, state.epoch)
     if refusal is not None:
         return answer(state, False, ("COMMON-4",), error=refusal)
     if request.CandidateEpoch < state.epoch:
@@ -37,45 +51,76 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
     if request.CandidateEpoch > state.epoch:
         state, outputs = become_unattached(config, state, request.CandidateEpoch)
         rules = ("VOTE-REQ-4",)
-    stranger = request.CandidateId not in config.voters
+    up_to_date = logs.is_up_to_date(request.LastOffsetEpoch, last_record_offset(config, request), state.log)
+    if request.PreVote:
+        return answer(state, grants_pre_vote(state, up_to_date), rules + ("VOTE-REQ-4B", "VOTE-LOG-1"), extra=outputs)
+    stranger = request.CandidateId not in config.voters and not config.options.voter_set_unchecked
     if stranger and (state.voted_id != -1 or state.leader_id != -1) and config.choices.pick("VOTE-REQ-4A") == "before-vote-checks":
         return answer(state, False, rules + ("VOTE-REQ-4A",), error=errors.INCONSISTENT_VOTER_SET, extra=outputs + (election_timer(config),))
     if state.voted_id != -1:
-        return answer(state, state.voted_id == request.CandidateId, rules + ("VOTE-REQ-3", "ELECT-5"), extra=outputs)
+        again = state.voted_id == request.CandidateId and not (state.role == Role.FOLLOWER and config.options.follower_refuses_votes)
+        return answer(state, again, rules + ("VOTE-REQ-3", "ELECT-5"), extra=outputs)
     if state.leader_id != -1 and (stranger or config.choices.pick("VOTE-REQ-3A") == "refuse"):
         return answer(state, False, rules + ("VOTE-REQ-3A",), extra=outputs)
     if stranger:
         return answer(state, False, rules + ("VOTE-REQ-4A",), error=errors.INCONSISTENT_VOTER_SET, extra=outputs + (election_timer(config),))
-    up_to_date = logs.is_up_to_date(request.LastOffsetEpoch, last_record_offset(config, request), state.log)
     if not up_to_date and not config.options.vote_without_log_check:
         return answer(state, False, rules + ("VOTE-REQ-4B", "VOTE-LOG-1"), extra=outputs)
     voted = replace(state, voted_id=request.CandidateId)
+    if voted.role == Role.PROSPECTIVE:  # its own pre-vote starts over, bound by the vote it gave
+        voted = replace(voted, granted=frozenset((config.node_id,)), refused=frozenset())
+        outputs += (election_timer(config),)
     return answer(voted, True, rules + ("VOTE-REQ-4B", "VOTE-LOG-1", "QSTATE-2"), extra=outputs)
+
+
+def grants_pre_vote(state: NodeState, up_to_date: bool) -> bool:
+    """KIP-996: a pre-vote binds nothing, so any up-to-date log gets it, except from a leader and
+    from a follower that has heard from its leader (FollowerState.canGrantVote)."""
+    if state.role == Role.LEADER or (state.role == Role.FOLLOWER and state.fetched_from_leader):
+        return False
+    return up_to_date
 
 
 def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: VoteResponse = event.message
     request: VoteRequest = event.request
-    if config.options.stale_responses_ignored and (state.role != Role.CANDIDATE or request.CandidateEpoch != state.epoch):
+    nominee = state.role == (Role.PROSPECTIVE if request.PreVote else Role.CANDIDATE)
+    asked = nominee and request.CandidateEpoch == state.epoch  # the election (or pre-vote) now running asked this
+    if config.options.stale_responses_ignored and not asked:
         return Transition(state, (), ("COMMON-3",))
+    if response.ErrorCode == errors.UNSUPPORTED_VERSION and asked and request.PreVote:
+        # A voter that predates pre-votes (KIP-996) cannot answer one: stand without it, as Kafka does.
+        candidate, outputs = become_candidate(config, state)
+        return Transition(candidate, outputs, ("ELECT-4", "QSTATE-2"))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         return Transition(state, (), ("BOOT-3", "COMMON-3"))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
     if observed is not None and config.choices.pick("COMMON-3") == "candidate-only":
         # The KIP's Vote response handling: ignored once no longer a candidate; a candidate
         # takes a larger epoch, as unattached, and follows no leader named in a Vote response.
-        if state.role != Role.CANDIDATE or response.LeaderEpoch == state.epoch:
+        if not nominee or response.LeaderEpoch == state.epoch:
             observed = None
         else:
             observed = become_unattached(config, state, response.LeaderEpoch)
     if observed is not None:
         return Transition(observed[0], observed[1], ("COMMON-3", "VOTE-RESP-1"))
-    if state.role != Role.CANDIDATE or request.CandidateEpoch != state.epoch or response.LeaderEpoch != state.epoch:
+    if not asked or response.LeaderEpoch != state.epoch:
         return Transition(state, (), ("VOTE-RESP-1",))
     if not response.VoteGranted:
-        return Transition(replace(state, refused=state.refused | {event.source}), (), ("VOTE-RESP-2",))
+        refused = replace(state, refused=state.refused | {event.source})
+        lost = len(refused.refused) > len(config.voters) - config.majority
+        if lost and request.PreVote:
+            after, outputs = lose_pre_vote(config, refused)
+            return Transition(after, outputs, ("VOTE-RESP-2",))
+        if lost and config.choices.pick("ELECT-6") == "at-once":
+            again, outputs = stand(config, refused)
+            return Transition(again, outputs, ("VOTE-RESP-2", "ELECT-6", "ELECT-4", "QSTATE-2"))
+        return Transition(refused, (), ("VOTE-RESP-2",))
     candidate = replace(state, granted=state.granted | {event.source})
     if len(candidate.granted) < config.majority:
         return Transition(candidate, (), ("VOTE-RESP-2",))
+    if request.PreVote:
+        standing, outputs = become_candidate(config, candidate)
+        return Transition(standing, outputs, ("VOTE-RESP-2", "ELECT-4", "QSTATE-2"))
     leader, outputs = become_leader(config, candidate)
     return Transition(leader, outputs, ("VOTE-RESP-2", "VOTE-RESP-3", "QSTATE-2"))

@@ -76,6 +76,7 @@ class Field(msgspec.Struct, frozen=True, kw_only=True):
     fields: tuple[Field, ...]
     line: int
     entity_type: str = ""  # Kafka's "entityType": "brokerId" marks node ids (symmetry remaps them)
+    added_by: str = ""  # "addedBy": the later KIP that added the field (PreVote: "KIP-996"); a node that predates it may leave it out
 
     @property
     def is_array(self) -> bool:
@@ -334,6 +335,7 @@ class _Loader:
             fields=() if fields_node is None else self.fields(fields_node),
             line=item.line,
             entity_type=self.text(item, "entityType", what),
+            added_by=self.text(item, "addedBy", what),
         )
 
     def check_type(self, name: str, type_node: _Node, fields_node: _Node | None) -> None:

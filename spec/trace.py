@@ -95,7 +95,7 @@ class Observed(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, fo
     adapters/node_models.py says how each system's node state maps onto it.
     """
 
-    role: str  # KRaft: unattached, voted, follower, candidate, leader, resigned, observer, down; ISR: leader, follower, down
+    role: str  # KRaft: unattached, voted, follower, prospective, candidate, leader, resigned, observer, down; ISR: leader, follower, down
     epoch: int
     leader_id: int
     voted_id: int  # -1 for an ISR replica

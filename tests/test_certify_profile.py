@@ -15,7 +15,8 @@ from spec import trace as traces
 
 ROOT = DEFAULT_CORPUS.parent
 KAFKA_39 = DEFAULT_CORPUS / "kafka-3.9"
-SHIPPED_LIST = "the profiles with a shipped corpus are: kip595 (traces); kafka-3.9 (traces/kafka-3.9)"
+KAFKA_43 = DEFAULT_CORPUS / "kafka-4.3"
+SHIPPED_LIST = "the profiles with a shipped corpus are: kip595 (traces); kafka-3.9 (traces/kafka-3.9); kafka-4.3 (traces/kafka-4.3)"
 
 
 @pytest.fixture(autouse=True)
@@ -30,10 +31,11 @@ def certify(capsys, *args: str) -> tuple[int, dict | None, str]:
     return code, (json.loads(printed.out) if printed.out else None), printed.err
 
 
-def test_the_shipped_corpora_are_kip595s_and_kafka_39s():
-    assert shipped_corpora() == {"kip595": DEFAULT_CORPUS, "kafka-3.9": KAFKA_39}
+def test_the_shipped_corpora_are_kip595s_and_kafkas():
+    assert shipped_corpora() == {"kip595": DEFAULT_CORPUS, "kafka-3.9": KAFKA_39, "kafka-4.3": KAFKA_43}
     assert generated_profiles(DEFAULT_CORPUS) == ("kip595",)
     assert generated_profiles(KAFKA_39) == ("kafka-3.9",)
+    assert generated_profiles(KAFKA_43) == ("kafka-4.3",)
 
 
 def test_profile_replays_that_profiles_shipped_corpus_and_every_report_names_it(tmp_path, capsys):

@@ -128,6 +128,23 @@ def test_the_binder_readdresses_a_response_and_skips_one_to_nothing_sent():
     assert binder.bind(Response(source=2, message=answer, request=other)) is None
 
 
+def test_the_binder_readdresses_to_the_destination_the_node_awaits_now():
+    """The same Fetch sent to 1, then (on a timeout) to 3: a response from 1 or 2 answers the one
+    to 3, the Fetch the node awaits; with that answered, one from 1 is a late answer, delivered
+    as it is, and one from 2 (never asked) finds nothing to answer."""
+    binder = ResponseBinder()
+    ask = fetch(2).message
+    binder.note([Send(destination=1, message=ask)])
+    binder.note([Send(destination=3, message=ask)])
+    answer = FetchResponse()
+    assert binder.bind(Response(source=1, message=answer, request=ask)).source == 3
+    assert binder.bind(Response(source=1, message=answer, request=ask)).source == 1
+    assert binder.bind(Response(source=2, message=answer, request=ask)) is None
+    binder.note([Send(destination=1, message=ask), Send(destination=2, message=ask)])  # sent again, to both: both awaited
+    assert binder.bind(Response(source=2, message=answer, request=ask)).source == 2
+    assert binder.bind(Response(source=3, message=answer, request=ask)).source == 1
+
+
 def kraft_needs_offsets(trace: Trace) -> bool:
     return trace.header.cluster is not None and any(type(s.input) is Request and type(s.input.message) is OffsetsForLeaderEpochRequest for s in trace.steps)
 

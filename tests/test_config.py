@@ -104,24 +104,33 @@ def test_default_options_are_the_kip_as_the_model_reads_it():
     assert ClusterConfig(voters=(1,)).node(1).options == Options()
 
 
+KAFKA_3_9 = {
+    "vote_last_offset": "end-offset",
+    "unattached_discovery": True,
+    "discovery_includes_self": True,
+    "vote_kept_with_leader": False,
+    "unknown_high_watermark": True,
+    "top_level_error_alone": True,
+    "progress_timeout_resigns": True,
+    "restart_resigned_ends_epoch": True,
+    "stale_responses_ignored": True,
+    "discovery_appends": True,
+    "stalled_fetch_any_voter": True,
+    "refused_fetch_without_high_watermark": True,
+    "check_quorum_resets_on_majority": True,
+    "voter_set_unchecked": True,
+    "end_epoch_as_news": True,
+    "conflicting_leader_fatal": True,
+    "cluster_id_conflict_fatal": False,
+    "describe_refusal_defaults": True,
+}
+
 EXPECTED_PROFILES = {
     "kip595": {},
     "kip595-literal-diverging": {"diverging_epoch": "below"},
-    "kafka-3.9": {
-        "vote_last_offset": "end-offset",
-        "unattached_discovery": True,
-        "discovery_includes_self": True,
-        "vote_kept_with_leader": False,
-        "unknown_high_watermark": True,
-        "top_level_error_alone": True,
-        "progress_timeout_resigns": True,
-        "restart_resigned_ends_epoch": True,
-        "stale_responses_ignored": True,
-        "discovery_appends": True,
-        "stalled_fetch_any_voter": True,
-        "refused_fetch_without_high_watermark": True,
-        "check_quorum_resets_on_majority": True,
-    },
+    "kafka-3.9": KAFKA_3_9,
+    "kafka-4.3": {name: value for name, value in KAFKA_3_9.items() if name != "vote_kept_with_leader"}
+    | {"pre_vote": True, "leader_keeps_vote": False, "restart_candidate_first": True, "observer_fetch_timeout": False, "follower_refuses_votes": True},
     "faulty-hw-any-epoch": {"hw_any_epoch": True},
     "faulty-vote-no-log-check": {"vote_without_log_check": True},
     "faulty-forget-vote": {"forget_vote_on_restart": True},
@@ -132,7 +141,7 @@ EXPECTED_PROFILES = {
 
 
 def test_profile_names():
-    assert set(PROFILES) == {"kip595", "kip595-literal-diverging", "kafka-3.9"}
+    assert set(PROFILES) == {"kip595", "kip595-literal-diverging", "kafka-3.9", "kafka-4.3"}
     assert set(FAULTY_PROFILES) == set(EXPECTED_PROFILES) - set(PROFILES)
     assert all(name.startswith("faulty-") for name in FAULTY_PROFILES)
 

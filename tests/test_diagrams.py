@@ -124,11 +124,11 @@ def test_a_trace_draws_its_peers_and_every_message_it_carries():
 
 
 def test_a_divergence_shows_the_expected_and_the_actual_response_side_by_side():
-    path = next(DEFAULT_CORPUS.glob("corpus-diverge-cell-0004-fetchrequest-leader-same-none-hw-1.jsonl"))
+    path = next(DEFAULT_CORPUS.glob("corpus-diverge-cell-*-fetchrequest-leader-same-none-hw-1.jsonl"))
     trace = traces.read(path)
     result = replay(mutant_adapter("hw-any-epoch"), trace, str(path))
     d = result.divergence
-    assert (d.step, d.field) == (6, "response.HighWatermark")
+    assert d.field == "response.HighWatermark" and d.step > 1
     root = parsed(divergence_svg(trace, d))
     expected, actual = groups(root, "seq-expected"), groups(root, "seq-actual")
     assert len(expected) == len(actual) == 1
@@ -137,7 +137,7 @@ def test_a_divergence_shows_the_expected_and_the_actual_response_side_by_side():
     assert "actual: HighWatermark = 1" in shown and "HighWatermark" in shown
     assert len([r for r in root.iter(f"{SVG}rect") if r.get("class") == "seq-differs"]) == 1
     assert len([r for r in root.iter(f"{SVG}rect") if r.get("class") == "seq-row seq-diverges"]) == 1
-    assert len([r for r in root.iter(f"{SVG}rect") if (r.get("class") or "").startswith("seq-row")]) == 6  # the trace up to the divergence
+    assert len([r for r in root.iter(f"{SVG}rect") if (r.get("class") or "").startswith("seq-row")]) == d.step  # the trace up to the divergence
 
 
 def test_the_comparison_shows_every_field_of_both_sides_and_flags_each_difference():

@@ -2,6 +2,7 @@
 one checked against KIP-595 as written on the same step), and the profile's own corpus."""
 
 import msgspec
+import pytest
 
 from adapters.model_adapter import ModelAdapter
 from conformance.certify.replay import replay, trace_files
@@ -12,13 +13,12 @@ from conformance.explore.engine import explore
 from model import node as nodes
 from model.choices import allowed_transitions
 from model.config import ClusterConfig
-from model.events import Request, Response, Restart, Send
-from model.messages import BeginQuorumEpochRequest, FetchRequest, FetchResponse, LeaderChangeMessage, LeaderIdAndEpoch, Record, VoteRequest, VoteResponse
+from model.events import Request, Resign, Response, Restart, Send, SetTimer, Shutdown, TimerKind
+from model.messages import BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, EpochEndOffset, FetchRequest, FetchResponse, LeaderChangeMessage, LeaderIdAndEpoch, Record, VoteRequest, VoteResponse
 from model.state import NodeState, Role
 from spec import errors
 from spec import trace as traces
 
-PROFILE_CORPUS = DEFAULT_CORPUS / "kafka-3.9"
 
 
 def config(profile: str, node: int = 1):
@@ -147,19 +147,21 @@ def test_kafka_restarts_its_check_quorum_count_as_soon_as_a_majority_fetched():
         assert nodes.on_timer(chosen, fetched, nodes.TimerKind.PROGRESS_TIMEOUT).state.role == role, profile
 
 
-def test_the_shipped_kafka_corpus_is_what_the_generator_writes(tmp_path):
-    """`kraftcheck traces generate --profile kafka-3.9`: the KRaft searches under the profile, same bytes."""
+@pytest.mark.parametrize("profile", ["kafka-3.9", "kafka-4.3"])
+def test_the_shipped_kafka_corpus_is_what_the_generator_writes(profile, tmp_path):
+    """`kraftcheck traces generate --profile P`: the KRaft searches under the profile, same bytes."""
     kraft = [name for name in CORPUS_CONFIGS if isinstance(resolve(name, {}), CheckConfig)]
-    corpus, manifest = generate([(name, resolve(name, {"profile": "kafka-3.9"})) for name in kraft], GenerateOptions())
+    corpus, manifest = generate([(name, resolve(name, {"profile": profile})) for name in kraft], GenerateOptions())
     write_corpus(tmp_path / "kafka", corpus, manifest)
     written = sorted(p.name for p in (tmp_path / "kafka").iterdir())
-    assert written == sorted(p.name for p in PROFILE_CORPUS.iterdir())
+    assert written == sorted(p.name for p in (DEFAULT_CORPUS / profile).iterdir())
     for name in written:
-        assert (tmp_path / "kafka" / name).read_bytes() == (PROFILE_CORPUS / name).read_bytes(), name
+        assert (tmp_path / "kafka" / name).read_bytes() == (DEFAULT_CORPUS / profile / name).read_bytes(), name
 
 
-def test_the_reference_passes_every_trace_of_the_kafka_corpus():
-    files = trace_files(PROFILE_CORPUS)
+@pytest.mark.parametrize("profile", ["kafka-3.9", "kafka-4.3"])
+def test_the_reference_passes_every_trace_of_the_kafka_corpus(profile):
+    files = trace_files(DEFAULT_CORPUS / profile)
     assert len(files) > 500
     failing = [path.name for path in files if not replay(ModelAdapter("reference"), traces.read(path), str(path)).passed]
     assert failing == []
@@ -169,7 +171,7 @@ def test_the_reference_passes_every_trace_of_the_kafka_corpus():
 def test_the_default_corpus_leaves_the_profile_corpora_out():
     """A directory of traces/ with a manifest of its own is another corpus: certifying traces/ replays KIP-595's only."""
     shipped = trace_files(DEFAULT_CORPUS)
-    assert not any(PROFILE_CORPUS in path.parents for path in shipped)
+    assert not any(DEFAULT_CORPUS / profile in path.parents for path in shipped for profile in ("kafka-3.9", "kafka-4.3"))
     assert all(traces.read(path).header.setting.__class__.__name__ != "TraceCluster" or traces.read(path).header.cluster.profile == "kip595" for path in shipped[::25])
 
 
@@ -179,7 +181,20 @@ def test_the_smoke_configuration_under_the_kafka_profile_is_safe():
     differs from KIP-595's)."""
     result = explore(system_for(resolve("smoke", {"profile": "kafka-3.9"})))
     assert result.complete and not result.counterexamples
-    assert (result.distinct, result.generated, result.depth) == (6163, 15241, 27)
+    assert (result.distinct, result.generated, result.depth) == (4952, 12466, 27)
+
+
+@pytest.mark.parametrize(
+    "name, counts",
+    [("smoke", (75539, 220813, 46)), ("figure8", (32262, 74157, 69))],
+)
+def test_kafka_4_3_with_pre_votes_is_safe(name, counts):
+    """`kraftcheck check --config NAME --profile kafka-4.3`: exhausted, every property holding.
+    Pre-votes add rounds in which nothing is persisted (a prospective asks, loses, asks again),
+    so the space is larger than kafka-3.9's."""
+    result = explore(system_for(resolve(name, {"profile": "kafka-4.3"})))
+    assert result.complete and not result.counterexamples
+    assert (result.distinct, result.generated, result.depth) == counts
 
 
 def test_kafka_drops_a_response_to_a_request_it_no_longer_awaits():
@@ -207,3 +222,134 @@ def test_a_kafka_replica_that_finds_the_leader_appends_what_it_sent():
         step = nodes.step(config(profile, 2), looking, answered)
         assert (step.state.role, step.state.leader_id, step.state.log) == (Role.FOLLOWER, 1, log), profile
         assert sends(step) == [(1, next_fetch)], profile
+
+
+def test_kafka_4_3_keeps_a_followers_vote_but_not_the_leaders():
+    """vote_kept_with_leader with leader_keeps_vote off: a Kafka 4.3 follower's quorum-state file
+    keeps the vote it gave beside the leader (ElectionState.withElectedLeader's votedKey); its
+    leader writes its leadership alone (LeaderState.election). KIP-595 as written keeps both."""
+    candidate = NodeState(role=Role.CANDIDATE, epoch=1, voted_id=1, granted=frozenset({1}))
+    won = Response(source=2, message=VoteResponse(LeaderId=-1, LeaderEpoch=1, VoteGranted=True), request=VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=1, LastOffsetEpoch=0, LastOffset=0))
+    for profile, voted in (("kip595", 1), ("kafka-4.3", -1)):
+        leader = nodes.step(config(profile), candidate, won).state
+        assert (leader.role, leader.voted_id) == (Role.LEADER, voted), profile
+    voted = NodeState(role=Role.UNATTACHED, epoch=1, voted_id=2)
+    begin = Request(source=2, message=BeginQuorumEpochRequest(ClusterId="kraft-cluster", LeaderId=2, LeaderEpoch=1))
+    for profile, kept in (("kafka-3.9", -1), ("kafka-4.3", 2)):
+        follower = nodes.step(config(profile), voted, begin).state
+        assert (follower.role, follower.leader_id, follower.voted_id) == (Role.FOLLOWER, 2, kept), profile
+
+
+def test_kafka_4_3_restarts_a_node_that_voted_for_itself_as_candidate_even_beside_a_leader():
+    """restart_candidate_first: the file holds leader 2 and node 1's own vote, epoch 3 (1 stood,
+    then followed 2). Kafka 4.3 comes back a candidate of epoch 3 and asks again; KIP-595 as the
+    model reads it follows 2."""
+    down = NodeState(role=Role.DOWN, epoch=3, leader_id=2, voted_id=1)
+    for profile, role, leader in (("kip595", Role.FOLLOWER, 2), ("kafka-4.3", Role.CANDIDATE, -1)):
+        after = nodes.step(config(profile), down, Restart())
+        assert (after.state.role, after.state.epoch, after.state.leader_id, after.state.voted_id) == (role, 3, leader, 1), profile
+    asked = sends(nodes.step(config("kafka-4.3"), down, Restart()))
+    assert sorted(d for d, m in asked if type(m) is VoteRequest and not m.PreVote and m.CandidateEpoch == 3) == [2, 3]
+
+
+def observer_config(profile: str):
+    return ClusterConfig(voters=(1, 2, 3), observers=(4,), profile=profile).node(4)
+
+
+def test_kafka_checks_no_voter_set():
+    """voter_set_unchecked (KIP-853): an observer answers a Vote as a voter does and a candidate
+    outside the voter set gets a vote; KIP-595 as written refuses both INCONSISTENT_VOTER_SET."""
+    ask = VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=4, LastOffsetEpoch=0, LastOffset=0)
+    for profile, error, granted in (("kip595", errors.INCONSISTENT_VOTER_SET, False), ("kafka-3.9", errors.NONE, True)):
+        answer = vote_answer(nodes.step(config(profile), NodeState(), Request(source=4, message=ask)))
+        assert (answer.PartitionErrorCode, answer.VoteGranted) == (error, granted), profile
+    observer_ask = VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=1, LastOffsetEpoch=0, LastOffset=0)
+    observed = nodes.step(observer_config("kafka-4.3"), NodeState(role=Role.OBSERVER), Request(source=1, message=observer_ask))
+    assert vote_answer(observed).VoteGranted and (observed.state.role, observed.state.epoch, observed.state.voted_id) == (Role.OBSERVER, 1, 1)
+    begin = Request(source=4, message=BeginQuorumEpochRequest(ClusterId="kraft-cluster", LeaderId=4, LeaderEpoch=1))
+    followed = nodes.step(config("kafka-3.9"), NodeState(), begin).state
+    assert (followed.role, followed.leader_id, followed.epoch) == (Role.FOLLOWER, 4, 1)
+
+
+def test_kafka_takes_an_end_quorum_epoch_as_news_of_its_leader():
+    """end_epoch_as_news: an unattached voter told by leader 1 of epoch 2 that it resigns follows
+    1 in epoch 2 and answers NONE; as second successor it waits its backoff, fetching from 1.
+    KIP-595 as written answers UNKNOWN_LEADER_EPOCH and changes nothing."""
+    end = Request(source=1, message=EndQuorumEpochRequest(ClusterId="kraft-cluster", ReplicaId=1, LeaderId=1, LeaderEpoch=2, PreferredSuccessors=(3, 2)))
+    written = nodes.step(config("kip595", 2), NodeState(epoch=1), end)
+    assert written.state == NodeState(epoch=1) and written.outputs[0].message.PartitionErrorCode == errors.UNKNOWN_LEADER_EPOCH
+    kafka = nodes.step(config("kafka-3.9", 2), NodeState(epoch=1), end)
+    assert (kafka.state.role, kafka.state.epoch, kafka.state.leader_id) == (Role.FOLLOWER, 2, 1)
+    answer = kafka.outputs[0].message
+    assert (answer.PartitionErrorCode, answer.LeaderId, answer.LeaderEpoch) == (errors.NONE, 1, 2)
+    assert (1, fetch(2, epoch=2)) in sends(kafka)
+    assert any(type(o) is SetTimer and o.kind == TimerKind.FETCH_TIMEOUT for o in kafka.outputs)
+
+
+def test_kafka_stops_on_a_leader_that_contradicts_the_one_it_knows():
+    """conflicting_leader_fatal (a Kafka bug, class d): a BeginQuorumEpoch naming leader 3 for
+    epoch 1, whose leader the follower knows is 2: Kafka throws in maybeTransition and stops;
+    KIP-595 refuses it INVALID_QUORUM_STATE."""
+    follower = NodeState(role=Role.FOLLOWER, epoch=1, leader_id=2)
+    begin = Request(source=3, message=BeginQuorumEpochRequest(ClusterId="kraft-cluster", LeaderId=3, LeaderEpoch=1))
+    refused = nodes.step(config("kip595"), follower, begin)
+    assert refused.state == follower and refused.outputs[0].message.PartitionErrorCode == errors.INVALID_QUORUM_STATE
+    stopped = nodes.step(config("kafka-3.9"), follower, begin)
+    assert stopped.state.role == Role.DOWN and [type(o) for o in stopped.outputs] == [Shutdown]
+
+
+def test_a_cluster_id_conflict_does_not_stop_kafka():
+    """cluster_id_conflict_fatal off (KAFKA-12465, class d): a BeginQuorumEpoch from another
+    cluster is answered INCONSISTENT_CLUSTER_ID and the node goes on; as written it shuts down."""
+    begin = Request(source=2, message=BeginQuorumEpochRequest(ClusterId="other-cluster", LeaderId=2, LeaderEpoch=1))
+    written = nodes.step(config("kip595"), NodeState(), begin)
+    assert written.state.role == Role.DOWN and type(written.outputs[-1]) is Shutdown
+    kafka = nodes.step(config("kafka-3.9"), NodeState(), begin)
+    assert kafka.state == NodeState() and [o.message.ErrorCode for o in kafka.outputs] == [errors.INCONSISTENT_CLUSTER_ID]
+
+
+def test_kafka_refuses_a_describe_quorum_with_the_schema_defaults():
+    """describe_refusal_defaults (class d): a non-leader's NOT_LEADER_OR_FOLLOWER names leader 0,
+    epoch 0 (DescribeQuorumResponse.singletonErrorResponse), not the leader it knows."""
+    follower = NodeState(role=Role.FOLLOWER, epoch=3, leader_id=2)
+    for profile, leader, epoch in (("kip595", 2, 3), ("kafka-3.9", 0, 0)):
+        answer = nodes.step(config(profile), follower, Request(source=-1, message=DescribeQuorumRequest())).outputs[0].message
+        assert (answer.PartitionErrorCode, answer.LeaderId, answer.LeaderEpoch) == (errors.NOT_LEADER_OR_FOLLOWER, leader, epoch), profile
+
+
+def test_a_kafka_4_observer_has_no_fetch_timeout():
+    """observer_fetch_timeout off: Kafka 4.x's observer ignores its fetch timer (a stalled Fetch
+    is replaced on the request timeout); Kafka 3.9's looks for another voter."""
+    observer = NodeState(role=Role.OBSERVER, epoch=1, leader_id=1, fetching=fetch(4, epoch=1))
+    assert TimerKind.FETCH_TIMEOUT not in nodes.armed_timers(observer_config("kafka-4.3"), observer)
+    assert nodes.on_timer(observer_config("kafka-4.3"), observer, TimerKind.FETCH_TIMEOUT).state == observer
+    assert sends(nodes.on_timer(observer_config("kafka-3.9"), observer, TimerKind.FETCH_TIMEOUT))
+
+
+def test_a_resigned_kafka_leader_does_not_know_its_high_watermark():
+    """unknown_high_watermark: Kafka's resigned state keeps no high watermark (-1)."""
+    cfg = config("kafka-3.9")
+    leader = NodeState(role=Role.LEADER, epoch=1, leader_id=1, high_watermark=1, replica_offsets=(1, 1, 1), endorsed=frozenset({1}), fetched=frozenset({1}))
+    assert nodes.step(cfg, leader, Resign()).state.high_watermark == -1
+    assert nodes.step(config("kip595"), leader, Resign()).state.high_watermark == 1
+
+
+def test_a_kafka_4_follower_refuses_even_the_candidate_it_voted_for():
+    """follower_refuses_votes: node 1 voted for 2 in epoch 1, then followed leader 3 (its vote
+    kept, as Kafka 4.x keeps it); 2 asks again: Kafka's follower refuses every standard Vote,
+    the model's reading grants the vote it gave."""
+    follower = NodeState(role=Role.FOLLOWER, epoch=1, leader_id=3, voted_id=2)
+    ask = Request(source=2, message=VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=2, LastOffsetEpoch=0, LastOffset=0))
+    assert vote_answer(nodes.step(config("kip595"), follower, ask)).VoteGranted
+    assert not vote_answer(nodes.step(config("kafka-4.3"), follower, ask)).VoteGranted
+
+
+def test_a_kafka_replica_takes_a_diverging_answer_of_the_leader_it_discovers():
+    """discovery_appends: the discovery Fetch's answer names leader 3 of the node's epoch with a
+    DivergingEpoch: Kafka follows 3 and truncates at once; as written it only follows."""
+    records = (Record(Offset=0, Epoch=1, Value=1), Record(Offset=1, Epoch=1, Value=2))
+    unattached = NodeState(role=Role.UNATTACHED, epoch=2, log=records, high_watermark=-1, fetching=fetch(1, epoch=2, offset=2, last_epoch=1))
+    answer = FetchResponse(HighWatermark=-1, DivergingEpoch=EpochEndOffset(Epoch=1, EndOffset=1), CurrentLeader=LeaderIdAndEpoch(LeaderId=3, LeaderEpoch=2))
+    taken = nodes.step(config("kafka-3.9"), unattached, Response(source=2, message=answer, request=unattached.fetching))
+    assert (taken.state.role, taken.state.leader_id, len(taken.state.log)) == (Role.FOLLOWER, 3, 1)
+    assert (3, fetch(1, epoch=2, offset=1, last_epoch=1)) in sends(taken)

@@ -46,6 +46,7 @@ EXPECTED_FIELDS: dict[type, list[tuple[str, object, object]]] = {
         ("CandidateId", int, 0),
         ("LastOffsetEpoch", int, 0),
         ("LastOffset", int, 0),
+        ("PreVote", bool, False),
     ],
     VoteResponse: [
         ERROR_CODE,
@@ -191,7 +192,11 @@ def test_schema_tree_of_vote_request() -> None:
         "CandidateId",
         "LastOffsetEpoch",
         "LastOffset",
+        "PreVote",
     ]
+    pre_vote = partitions.fields[-1]
+    assert (pre_vote.type, pre_vote.versions, pre_vote.default, pre_vote.added_by) == ("bool", "1+", False, "KIP-996")
+    assert not any(field.added_by for field in partitions.fields[:-1])
     candidate_epoch = partitions.fields[1]
     lines = path.read_text().splitlines()
     assert '"name": "CandidateEpoch"' in lines[candidate_epoch.line - 1]

@@ -183,33 +183,36 @@ class ResponseBinder:
 
     A trace's response answers a request the reference sent. Where the node took another
     alternative (it fetched from voter 3 alone, where the reference asked every voter), a
-    response to a request the node sent elsewhere is delivered as coming from a destination of
-    that request that has not answered yet, and one to a request the node never sent is
-    skipped: no network could deliver it.
+    response is delivered as coming from a destination the node awaits: one its latest sending
+    of that request went to (a step that sends a request again supersedes where it went before,
+    as a node that re-sends on a timeout gives up on the earlier ones) and that has not answered
+    since. A response to a request the node never sent is skipped: no network could deliver it.
     """
 
     def __init__(self) -> None:
-        self.sent: dict[bytes, list[int]] = {}  # request -> the destinations the node sent it to
-        self.answered: dict[bytes, set[int]] = {}
+        self.sent: dict[bytes, set[int]] = {}  # request -> every destination the node sent it to
+        self.waiting: dict[bytes, list[int]] = {}  # request -> where its latest sending went, not answered since
 
     def note(self, sends: Iterable) -> None:
+        latest: dict[bytes, list[int]] = {}
         for send in sends:
-            destinations = self.sent.setdefault(msgspec.msgpack.encode(send.message), [])
-            if send.destination not in destinations:
-                destinations.append(send.destination)
+            key = msgspec.msgpack.encode(send.message)
+            self.sent.setdefault(key, set()).add(send.destination)
+            latest.setdefault(key, []).append(send.destination)
+        self.waiting.update(latest)
 
     def bind(self, event: Input) -> Input | None:
         if type(event) is not Response:
             return event
         key = msgspec.msgpack.encode(event.request)
-        destinations = self.sent.get(key, [])
-        answered = self.answered.setdefault(key, set())
-        if event.source not in destinations:
-            free = [d for d in destinations if d not in answered]
-            if not free:
+        waiting = self.waiting.get(key, [])
+        if event.source not in waiting:
+            if waiting:
+                event = msgspec.structs.replace(event, source=waiting[-1])
+            elif event.source not in self.sent.get(key, ()):
                 return None
-            event = msgspec.structs.replace(event, source=free[0])
-        answered.add(event.source)
+        if event.source in waiting:
+            waiting.remove(event.source)
         return event
 
 

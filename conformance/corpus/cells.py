@@ -75,7 +75,9 @@ def epoch_relation(epoch: int, event: Input) -> str:
 
 def outcome(event: Input, outputs: Outputs) -> str:
     """The error code a step answered with (or received), by name; Vote answers say granted or
-    not, OffsetsForLeaderEpoch answers whether they name the epoch asked, an earlier one, or none."""
+    not, OffsetsForLeaderEpoch answers whether they name the epoch asked, an earlier one, or none,
+    and a Fetch answered with DivergingEpoch whether it names the fetcher's last epoch or an
+    earlier one (where FETCH-REQ-3A's "largest epoch <=" and a literal "< " part)."""
     message = outputs.response if type(event) is Request else (event.message if type(event) is Response else None)
     if message is not None:
         code = message.ErrorCode or getattr(message, "PartitionErrorCode", errors.NONE)
@@ -85,6 +87,9 @@ def outcome(event: Input, outputs: Outputs) -> str:
         if type(message) is OffsetsForLeaderEpochResponse and code == errors.NONE:
             asked = (event.message if type(event) is Request else event.request).LeaderEpoch
             name += ":asked-epoch" if message.LeaderEpoch == asked else (":undefined" if message.LeaderEpoch == -1 else ":earlier-epoch")
+        if type(message) is FetchResponse and message.DivergingEpoch.Epoch != -1 and code in (errors.NONE, errors.OFFSET_OUT_OF_RANGE):
+            asked = (event.message if type(event) is Request else event.request).LastFetchedEpoch
+            name += ":diverging-at-asked-epoch" if message.DivergingEpoch.Epoch == asked else ":diverging-at-earlier-epoch"
         return name
     if outputs.append_result is not None:
         return errors.name_of(outputs.append_result.ErrorCode)

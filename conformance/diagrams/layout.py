@@ -26,6 +26,7 @@ SIZE, SMALL = 10, 8.5  # font sizes
 ROLE_STYLES = {
     "leader": ("#1d4ed8", 4, None),
     "candidate": ("#d97706", 2.5, "6 3"),
+    "prospective": ("#f59e0b", 1.5, "2 2"),
     "follower": ("#475569", 2, None),
     "voted": ("#64748b", 1.5, None),
     "unattached": ("#94a3b8", 1.5, None),
@@ -83,6 +84,7 @@ LEGEND = [  # (kind, what it means), in the order shown; only the kinds a diagra
     ("diverges", "departs here"),
     ("role:leader", "leader"),
     ("role:candidate", "candidate"),
+    ("role:prospective", "prospective"),
     ("role:follower", "follower"),
     ("role:voted", "voted"),
     ("role:resigned", "resigned"),

@@ -5,8 +5,10 @@ from collections import Counter
 import msgspec
 import pytest
 from conftest import CLUSTER_ID, config, fetch, leader_state, log, request, state, timer
+from conftest import response as response_step
 
 from model import node
+from model.choices import Choices
 from model.config import Timing
 from model.events import Committed, Response, Send, SetTimer, TimerKind
 from model.messages import (
@@ -361,3 +363,18 @@ def test_retry_1_candidate_does_not_re_send_vote_to_voters_that_answered():
     t = timer(cfg, refused.state, TimerKind.REQUEST_TIMEOUT)
     assert Counter(t.outputs) == Counter(Send(destination=v, message=vote) for v in (4, 5))
     assert "RETRY-1" in t.rules
+
+
+def test_elect_6_a_candidate_refused_by_a_majority_may_stand_again_at_once():
+    """ELECT-6's choice point: the random backoff after a lost election may draw 0 (Kafka 3.9's
+    binaryExponentialElectionBackoffMs can): "at-once" stands in epoch + 1 on the losing answer;
+    the default waits for the election timer."""
+    refused_once = NodeState(role=Role.CANDIDATE, epoch=2, voted_id=1, granted=frozenset({1}), refused=frozenset({2}))
+    no = VoteResponse(LeaderId=-1, LeaderEpoch=2, VoteGranted=False)
+    asked = ask(2)
+    waits = response_step(config(1), refused_once, 3, no, asked)
+    assert waits.state.role == Role.CANDIDATE and waits.state.epoch == 2 and waits.outputs == ()
+    at_once = msgspec.structs.replace(config(1), choices=Choices(picks=(("ELECT-6", "at-once"),)))
+    again = response_step(at_once, refused_once, 3, no, asked)
+    assert (again.state.role, again.state.epoch, again.state.voted_id) == (Role.CANDIDATE, 3, 1)
+    assert Counter(again.outputs) == candidacy(3, (), (1, 2, 3))

@@ -2,10 +2,12 @@
 
 from collections import Counter
 
+import msgspec
 import pytest
 from conftest import CLUSTER_ID, config, fetch, leader_state, log, request, response, state, timer
 
 from model import node
+from model.choices import Choices
 from model.events import AppendResult, ClientAppend, Resign, Send, SetTimer, TimerKind
 from model.messages import (
     EndQuorumEpochRequest,
@@ -210,6 +212,15 @@ def test_end_req_5_first_successor_becomes_candidate_at_once():
     )
     assert "END-REQ-5" in t.rules
     assert "QSTATE-2" in t.rules
+
+
+def test_end_req_5_the_successor_may_answer_as_the_follower_it_was():
+    """END-REQ-5's choice point: "before-standing" answers with leader 2 of epoch 5, as Kafka
+    does (its candidacy comes on the next poll); the node still stands in epoch 6."""
+    cfg = msgspec.structs.replace(config(1), choices=Choices(picks=(("END-REQ-5", "before-standing"),)))
+    t = request(cfg, follower(5, 2, log(1, 5)), 2, end(5, 2, (1, 3)))
+    assert (t.state.role, t.state.epoch) == (Role.CANDIDATE, 6)
+    assert Send(destination=2, message=answer(5, 2)) in t.outputs
 
 
 # END-REQ-6

@@ -42,7 +42,11 @@ final class Release {
         client.initialize(voters, store, metrics);
     }
 
-    static VoteRequestData voteRequest(TopicPartition partition, String clusterId, int epoch, int candidateId, int voterId, int lastOffsetEpoch, long lastOffset) {
+    /** A Vote request; Kafka 3.9 predates pre-votes (KIP-996), so it cannot be sent one. */
+    static VoteRequestData voteRequest(TopicPartition partition, String clusterId, int epoch, int candidateId, int voterId, int lastOffsetEpoch, long lastOffset, boolean preVote) {
+        if (preVote) {
+            throw new Unsupported("a pre-vote (a Vote request with PreVote true, KIP-996), which Kafka 3.9 predates");
+        }
         return RaftUtil.singletonVoteRequest(partition, clusterId, epoch, ReplicaKey.of(candidateId, ReplicaKey.NO_DIRECTORY_ID),
             ReplicaKey.of(voterId, ReplicaKey.NO_DIRECTORY_ID), lastOffsetEpoch, lastOffset);
     }
@@ -134,6 +138,11 @@ final class Release {
     /** The role kraftcheck's observe names for a state only this release has, or null: 3.9 has none. */
     static String releaseRole(QuorumState quorum) {
         return null;
+    }
+
+    /** Whether the node is a candidate backing off after a lost election, waiting to stand again (3.x; 4.x has no such backoff). */
+    static boolean candidateBackingOff(QuorumState quorum) {
+        return quorum.isCandidate() && quorum.candidateStateOrThrow().isBackingOff();
     }
 
     /** Time until the election timer fires in the node's current state, or -1 if it has none. */

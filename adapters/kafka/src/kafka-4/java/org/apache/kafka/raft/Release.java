@@ -42,9 +42,9 @@ final class Release {
         client.initialize(voters, store, metrics, ignoredStaticVoters -> { });
     }
 
-    static VoteRequestData voteRequest(TopicPartition partition, String clusterId, int epoch, int candidateId, int voterId, int lastOffsetEpoch, long lastOffset) {
+    static VoteRequestData voteRequest(TopicPartition partition, String clusterId, int epoch, int candidateId, int voterId, int lastOffsetEpoch, long lastOffset, boolean preVote) {
         return RaftUtil.singletonVoteRequest(partition, clusterId, epoch, ReplicaKey.of(candidateId, ReplicaKey.NO_DIRECTORY_ID),
-            ReplicaKey.of(voterId, ReplicaKey.NO_DIRECTORY_ID), lastOffsetEpoch, lastOffset, false);
+            ReplicaKey.of(voterId, ReplicaKey.NO_DIRECTORY_ID), lastOffsetEpoch, lastOffset, preVote);
     }
 
     /** Candidate epoch, candidate id, last offset epoch, last offset and whether it is a pre-vote. */
@@ -134,6 +134,11 @@ final class Release {
     /** The role kraftcheck's observe names for a state only this release has, or null. */
     static String releaseRole(QuorumState quorum) {
         return quorum.isProspective() ? "prospective" : null;
+    }
+
+    /** Whether the node is a candidate backing off after a lost election, waiting to stand again (3.x; 4.x has no such backoff). */
+    static boolean candidateBackingOff(QuorumState quorum) {
+        return false;
     }
 
     /** Time until the election timer fires in the node's current state, or -1 if it has none. */

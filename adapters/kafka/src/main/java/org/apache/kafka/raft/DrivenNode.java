@@ -73,8 +73,8 @@ final class DrivenNode {
         messages = new Messages(nodeId, voters, MockNetworkChannel.LISTENER_NAME);
         log = Release.newLog(Messages.PARTITION, Messages.TOPIC_ID, new LogContext("[node " + nodeId + "] "));
         JsonNode initial = start.path("initial");
-        boolean empty = initial.path("epoch").asInt() == 0 && initial.path("leader_id").asInt() == -1
-            && initial.path("voted_id").asInt() == -1 && initial.path("log").isEmpty();
+        boolean empty = initial.path("epoch").asInt(0) == 0 && initial.path("leader_id").asInt(-1) == -1
+            && initial.path("voted_id").asInt(-1) == -1 && initial.path("log").isEmpty();
         if (!empty) {
             persist(initial);
         } else if (!initial.path("down").asBoolean()) {
@@ -97,9 +97,9 @@ final class DrivenNode {
     private void persist(JsonNode initial) {
         List<QuorumStateData.Voter> stateVoters = voters.stream().map(id -> new QuorumStateData.Voter().setVoterId(id)).toList();
         QuorumStateData data = new QuorumStateData()
-            .setLeaderEpoch(initial.path("epoch").asInt())
-            .setLeaderId(initial.path("leader_id").asInt())
-            .setVotedId(initial.path("voted_id").asInt())
+            .setLeaderEpoch(initial.path("epoch").asInt(0))
+            .setLeaderId(initial.path("leader_id").asInt(-1))
+            .setVotedId(initial.path("voted_id").asInt(-1))
             .setCurrentVoters(stateVoters);
         store.writeElectionState(ElectionState.fromQuorumStateData(data), KRaftVersion.KRAFT_VERSION_0);
         Release.append(log, Messages.traceRecords(initial.path("log")), voters);
@@ -217,8 +217,7 @@ final class DrivenNode {
         switch (kind) {
             case "election_timeout" -> {
                 // A 3.x candidate first backs off, then starts the next election: both belong to this timer.
-                String before = role() + client.quorum().epoch();
-                for (int step = 0; step < 2 && isUp() && before.equals(role() + client.quorum().epoch()); step++) {
+                for (int step = 0; step == 0 || (step < 2 && isUp() && Release.candidateBackingOff(client.quorum())); step++) {
                     long remaining = Release.electionTimerMs(client.quorum(), time.milliseconds());
                     if (remaining < 0) {
                         return;

@@ -94,7 +94,7 @@ final class Messages {
         switch (type) {
             case "VoteRequest":
                 return Release.voteRequest(PARTITION, clusterId, integer(message, "CandidateEpoch"), integer(message, "CandidateId"), nodeId,
-                    integer(message, "LastOffsetEpoch"), message.path("LastOffset").asLong());
+                    integer(message, "LastOffsetEpoch"), message.path("LastOffset").asLong(), message.path("PreVote").asBoolean(false));
             case "BeginQuorumEpochRequest": {
                 int leaderId = integer(message, "LeaderId");
                 return RaftUtil.singletonBeginQuorumEpochRequest(PARTITION, clusterId, integer(message, "LeaderEpoch"), leaderId, endpoints(leaderId),
@@ -166,11 +166,8 @@ final class Messages {
     ObjectNode sentRequest(ApiMessage data) {
         if (data instanceof VoteRequestData vote) {
             long[] fields = Release.voteFields(vote.topics().get(0).partitions().get(0));
-            if (fields[4] == 1) {
-                throw new Unsupported("a pre-vote (a Vote request with PreVote true, KIP-996), which the kip595 profile's messages do not have");
-            }
             return message("VoteRequest").put("ClusterId", vote.clusterId()).put("CandidateEpoch", (int) fields[0]).put("CandidateId", (int) fields[1])
-                .put("LastOffsetEpoch", (int) fields[2]).put("LastOffset", fields[3]);
+                .put("LastOffsetEpoch", (int) fields[2]).put("LastOffset", fields[3]).put("PreVote", fields[4] == 1);
         } else if (data instanceof BeginQuorumEpochRequestData begin) {
             BeginQuorumEpochRequestData.PartitionData partition = begin.topics().get(0).partitions().get(0);
             return message("BeginQuorumEpochRequest").put("ClusterId", begin.clusterId()).put("LeaderId", partition.leaderId()).put("LeaderEpoch", partition.leaderEpoch());
