@@ -35,9 +35,41 @@ SOURCES = Path(adapters.__file__).parent / "kafka"
 JAR = "kraftcheck-kafka-adapter.jar"
 CLASSPATH = "classpath.txt"  # the dependencies' jars, written by the build
 STAMP = "stamp"  # the source hash the build was made from, written last
+CLASS_ARCHIVE = "classes.jsa"  # the classes a session loads, archived by the build (AppCDS): a JVM starts in a third of the time
+BUILD_FORMAT = 3  # what a build holds; a build of an earlier format is rebuilt
+ARCHIVE_SECONDS = 120  # the archiving run is a few seconds; past this, the build goes on without an archive
 MAIN_CLASS = "org.apache.kafka.raft.KraftcheckNode"
 # One JVM serves many traces (protocol 2), but it starts once per job: make that cheap and quiet.
-JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+# The JVM's own messages (an archive made by another JDK, say) go to stderr: stdout carries replies.
+JVM_FLAGS = (
+    "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Xlog:disable", "-Xlog:all=warning:stderr",
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+)
+# What the archiving run does: every kind of command a trace sends, so that their classes are loaded.
+TRAINING = (
+    '{"command":"start","cluster":{"voters":[1,2,3],"observers":[],"cluster_id":"c","profile":"kip595","fetch_max_records":0},"node":1,'
+    '"initial":{"epoch":0,"leader_id":-1,"voted_id":-1,"log":[]}}',
+    '{"command":"request","source":3,"message":{"type":"VoteRequest","ClusterId":"c","CandidateEpoch":1,"CandidateId":3,"LastOffsetEpoch":0,"LastOffset":-1}}',
+    '{"command":"timer","kind":"election_timeout"}',
+    '{"command":"response","source":2,"message":{"type":"VoteResponse","ErrorCode":0,"PartitionErrorCode":0,"LeaderId":-1,"LeaderEpoch":2,"VoteGranted":true},'
+    '"request":{"type":"VoteRequest","ClusterId":"c","CandidateEpoch":2,"CandidateId":1,"LastOffsetEpoch":1,"LastOffset":-1}}',
+    '{"command":"request","source":2,"message":{"type":"FetchRequest","ClusterId":"c","ReplicaId":2,"CurrentLeaderEpoch":2,"FetchOffset":0,"LastFetchedEpoch":0}}',
+    '{"command":"append","value":7}',
+    '{"command":"resign"}',
+    '{"command":"crash"}',
+    '{"command":"restart"}',
+    '{"command":"drain"}',
+    '{"command":"observe"}',
+    '{"command":"reset"}',
+    '{"command":"start","cluster":{"voters":[1,2,3],"observers":[],"cluster_id":"c","profile":"kip595","fetch_max_records":0},"node":2,'
+    '"initial":{"epoch":1,"leader_id":1,"voted_id":1,"log":[{"type":"Record","Offset":0,"Epoch":1,"Value":{"type":"LeaderChangeMessage","LeaderId":1,"VotedIds":[1,2]}}]}}',
+    '{"command":"timer","kind":"fetch_timeout"}',
+    '{"command":"response","source":1,"message":{"type":"FetchResponse","ErrorCode":0,"PartitionErrorCode":0,"HighWatermark":1,"DivergingEpoch":{"Epoch":-1,"EndOffset":-1},'
+    '"CurrentLeader":{"LeaderId":-1,"LeaderEpoch":-1},"Records":[]},"request":{"type":"FetchRequest","ClusterId":"c","ReplicaId":2,"CurrentLeaderEpoch":1,"FetchOffset":1,"LastFetchedEpoch":1}}',
+    '{"command":"drain"}',
+    '{"command":"observe"}',
+    '{"command":"stop"}',
+)
 
 BUILD_TOOLS = {"java": "openjdk-17-jdk-headless", "javac": "openjdk-17-jdk-headless", "mvn": "maven"}  # tool: its Debian package
 MAX_QUOTED_LINES = 20
@@ -67,7 +99,7 @@ def build_dir(version: str) -> Path:
 
 def source_hash(version: str) -> str:
     """What a build is made from: the version, pom.xml and every file under src/, names and bytes."""
-    digest = hashlib.sha256(f"kafka {version}\0".encode())
+    digest = hashlib.sha256(f"kafka {version}\0format {BUILD_FORMAT}\0".encode())
     for path in [SOURCES / "pom.xml", *sorted(p for p in (SOURCES / "src").rglob("*") if p.is_file())]:
         content = path.read_bytes()
         digest.update(f"{path.relative_to(SOURCES).as_posix()}\0{len(content)}\0".encode() + content)
@@ -103,7 +135,13 @@ def adapter_command(version: str = DEFAULT_VERSION) -> list[str]:
     """The command that runs the adapter for Kafka `version`, building it first if need be."""
     build(version)
     _require({"java": BUILD_TOOLS["java"]})
-    return ["java", *JVM_FLAGS, "-cp", os.pathsep.join(_classpath(build_dir(version))), MAIN_CLASS]
+    return _java_command(build_dir(version))
+
+
+def _java_command(directory: Path, *options: str) -> list[str]:
+    archive = directory / CLASS_ARCHIVE
+    shared = [f"-XX:SharedArchiveFile={archive}"] if archive.is_file() and not options else []
+    return ["java", *JVM_FLAGS, *shared, *options, "-cp", os.pathsep.join(_classpath(directory)), MAIN_CLASS]
 
 
 def maven_failure(version: str, output: str, exit_code: int) -> str:
@@ -152,6 +190,7 @@ def _build_into(directory: Path, version: str, reason: str) -> None:
         _replace(directory, partial)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+    _archive_classes(directory)  # in place: an archive holds the class path it was made with
     print(f"kraftcheck: built the Kafka adapter for Kafka {version} in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
 
 
@@ -187,6 +226,25 @@ def _run_maven(version: str, out: Path) -> None:
     absent = [name for name in (JAR, CLASSPATH) if not (out / name).is_file()]
     if absent:
         raise AdapterBuildError(f"cannot build the Kafka adapter for Kafka {version}: Maven succeeded but wrote no {' or '.join(absent)} (is {SOURCES / 'pom.xml'} intact?)")
+
+
+def _archive_classes(directory: Path) -> None:
+    """Run the adapter once through TRAINING, archiving the classes it loaded (AppCDS), written
+    aside and then moved in place. The archive is an optimisation only: if the JVM cannot make
+    one, the adapter starts without; one the JVM finds stale (another JDK) it ignores."""
+    partial = directory / f".{CLASS_ARCHIVE}.partial"
+    try:
+        done = subprocess.run(
+            _java_command(directory, f"-XX:ArchiveClassesAtExit={partial}"), input="\n".join(TRAINING) + "\n", text=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=ARCHIVE_SECONDS,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
+        )
+        if done.returncode == 0 and partial.is_file():
+            partial.rename(directory / CLASS_ARCHIVE)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _release(version: str) -> str:

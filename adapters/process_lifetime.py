@@ -38,6 +38,18 @@ _trees = itertools.count(1)
 _guard: subprocess.Popen | None = None
 
 
+def _new_run() -> None:
+    """A forked child (a replay job) is a run of its own: the trees it starts must not carry its
+    parent's markers, nor share numbers with its siblings'; it starts its own guard when it needs one."""
+    global _run, _trees, _guard
+    _run = f"{os.getpid()}-{secrets.token_hex(6)}"
+    _trees = itertools.count(1)
+    _guard = None
+
+
+os.register_at_fork(after_in_child=_new_run)
+
+
 def die_with_parent(parent: int) -> None:
     """Be killed when `parent` (its pid, read before the fork) dies; call it in the child."""
     if not LINUX:
@@ -83,13 +95,13 @@ def _start_guard() -> None:
     _guard = subprocess.Popen(
         [sys.executable, "-I", __file__, _run], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    atexit.register(_stop_guard)
+    atexit.register(_stop_guard, _guard)
 
 
-def _stop_guard() -> None:
-    _guard.stdin.close()
+def _stop_guard(guard: subprocess.Popen) -> None:
+    guard.stdin.close()
     with contextlib.suppress(subprocess.TimeoutExpired):  # it ends by itself once its last kills are done
-        _guard.wait(timeout=KILL_PATIENCE_SECONDS + 1)
+        guard.wait(timeout=KILL_PATIENCE_SECONDS + 1)
 
 
 class ProcessTree:

@@ -33,11 +33,13 @@ class AdapterBuildError(AdapterOptionError):
 
 class AdapterFactory:
     """Makes a fresh adapter per trace (call it); `close` releases what the adapters of a run
-    share: a subprocess adapter's idle processes. Use it as a context manager."""
+    share: a subprocess adapter's idle processes. Use it as a context manager. `origin`, the
+    arguments of `adapter_factory` that made it, lets another process make the same adapters."""
 
     def __init__(self, make: Callable[[], Adapter], pool: "SessionPool | None" = None) -> None:
         self.make = make
         self.pool = pool
+        self.origin: tuple[str, float] | None = None
 
     def __call__(self) -> Adapter:
         return self.make()
@@ -62,6 +64,12 @@ def adapter_factory(spec: str, step_timeout: float = DEFAULT_STEP_TIMEOUT) -> Ad
     """The factory of fresh adapters per trace, for an adapter name as the command line takes it."""
     if not (math.isfinite(step_timeout) and 0 < step_timeout <= MAX_STEP_TIMEOUT):
         raise AdapterOptionError(f"the step timeout must be a number of seconds above 0 and at most {MAX_STEP_TIMEOUT:g}, not {step_timeout}")
+    factory = _named_factory(spec, step_timeout)
+    factory.origin = (spec, step_timeout)
+    return factory
+
+
+def _named_factory(spec: str, step_timeout: float) -> AdapterFactory:
     if spec == "reference":
         return AdapterFactory(lambda: ModelAdapter("reference"))
     kind, separator, argument = spec.partition(":")

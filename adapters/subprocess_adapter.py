@@ -39,6 +39,8 @@ _STDERR_TAIL_BYTES = 4096
 
 
 PROTOCOL = 2  # the newest protocol version kraftcheck speaks: 2 adds `reset`, one process for many traces
+DRAIN = b'{"command":"drain"}\n'
+OBSERVE = b'{"command":"observe"}\n'
 
 
 class _Reply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -299,13 +301,13 @@ class SubprocessAdapter:
     def step(self, event: Input) -> Outputs:
         fields = msgspec.to_builtins(event)
         command = fields.pop("type")  # an input command is the event: its tag, its fields
-        answer = self._call(command, _command_line(command, fields), _IsrInputReply if self._isr else _InputReply)
-        drained = self._call("drain", b'{"command":"drain"}\n', _DrainReply)
+        # The drain goes with the input, in one write: one round trip per step instead of two.
+        answer, drained = self._calls((command, _command_line(command, fields), _IsrInputReply if self._isr else _InputReply), ("drain", DRAIN, _DrainReply))
         alter_isr = answer.alter_isr if self._isr else None
         return Outputs(response=answer.response, sends=drained.sends, append_result=answer.append_result, shutdown=answer.shutdown, alter_isr=alter_isr)
 
     def observe(self) -> Observed | None:
-        return self._call("observe", b'{"command":"observe"}\n', _ObserveReply).state
+        return self._call("observe", OBSERVE, _ObserveReply).state
 
     def close(self) -> None:
         """End the trace: a process that speaks protocol 2 and did nothing wrong is reset and goes
@@ -329,18 +331,26 @@ class SubprocessAdapter:
         _stop(process, self._tree, self._stderr)
 
     def _call(self, command: str, line: bytes, reply_type: type) -> msgspec.Struct:
-        """Send one command and read its reply, strictly in order."""
+        """Send one command and read its reply."""
+        return self._calls((command, line, reply_type))[0]
+
+    def _calls(self, *commands: tuple[str, bytes, type]) -> list[msgspec.Struct]:
+        """Send commands (name, line, reply type) in one write and read their replies, strictly
+        in order; each reply within the step timeout."""
+        first = commands[0][0]
         if self.process is None:
-            raise AdapterError(f"{command!r} without a running process: start() first")
-        deadline = time.monotonic() + self.step_timeout
+            raise AdapterError(f"{first!r} without a running process: start() first")
         try:
-            self._write(command, line, deadline)
-            reply = self._read_line(command, deadline)
-            try:
-                return self._decode(command, reply, reply_type)
-            except _Invalid as error:
-                quoted = reply[:QUOTE_CHARS].decode(errors="replace")
-                raise AdapterError(f"invalid reply to {command!r}: {error}; the reply was: {quoted!r}{self._stderr_tail()}") from None
+            self._write(first, b"".join(line for _, line, _ in commands), time.monotonic() + self.step_timeout)
+            replies = []
+            for command, _, reply_type in commands:
+                reply = self._read_line(command, time.monotonic() + self.step_timeout)
+                try:
+                    replies.append(self._decode(command, reply, reply_type))
+                except _Invalid as error:
+                    quoted = reply[:QUOTE_CHARS].decode(errors="replace")
+                    raise AdapterError(f"invalid reply to {command!r}: {error}; the reply was: {quoted!r}{self._stderr_tail()}") from None
+            return replies
         except BaseException:
             self._reusable = False  # whatever state it is in now, it serves no other trace
             raise

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import pytest
 
 from adapters import kafka_build
-from adapters.kafka_build import DEFAULT_VERSION, adapter_command, build, build_dir, check_version, is_built, maven_failure, source_hash
+from adapters.kafka_build import DEFAULT_VERSION, TRAINING, adapter_command, build, build_dir, check_version, is_built, maven_failure, source_hash
 from adapters.registry import AdapterBuildError, AdapterOptionError, adapter_factory
 from conformance.cli import main
 
@@ -189,13 +189,26 @@ def test_a_second_call_reuses_the_build(in_built_cache, maven_runs, capsys):
     command = adapter_command(TESTED)
     assert maven_runs == [] and jar.stat().st_mtime_ns == before
     assert capsys.readouterr().err == ""
-    assert command[:5] == ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"]
-    assert command[5] == "-cp" and command[7:] == ["org.apache.kafka.raft.KraftcheckNode"]
-    assert command[6].split(":")[0] == str(jar)
+    assert command[:7] == [
+        "java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-Xlog:disable", "-Xlog:all=warning:stderr",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+    ]
+    assert command[7] == f"-XX:SharedArchiveFile={in_built_cache / 'classes.jsa'}"
+    assert command[8] == "-cp" and command[10:] == ["org.apache.kafka.raft.KraftcheckNode"]
+    assert command[9].split(":")[0] == str(jar)
+
+
+def test_the_build_archives_the_classes_a_session_loads_and_the_jvm_maps_them(in_built_cache):
+    """The class archive (AppCDS) is made by the build; -Xshare:on makes a JVM that cannot use it fail."""
+    command = [("-Xshare:on" if flag == "-Xshare:auto" else flag) for flag in adapter_command(TESTED)]
+    started = subprocess.run(command, input=TRAINING[0] + '\n{"command":"stop"}\n', capture_output=True, text=True, timeout=60)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.startswith('{"ok":true,"protocol":2,"implementation":"Apache Kafka 3.9.1 KafkaRaftClient')
 
 
 def test_the_command_s_classpath_holds_the_adapter_and_kafka_s_raft_client(in_built_cache):
-    classpath = adapter_command(TESTED)[6]
+    command = adapter_command(TESTED)
+    classpath = command[command.index("-cp") + 1]
     found = subprocess.run(
         ["javap", "-cp", classpath, "org.apache.kafka.raft.KraftcheckNode", "org.apache.kafka.raft.KafkaRaftClient"], capture_output=True, text=True
     )

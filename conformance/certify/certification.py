@@ -7,13 +7,13 @@ under the output directory, with a shortened reproducing trace for every diverge
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
 
 from adapters.contract import Adapter
-from conformance.certify.replay import of_systems, replay_file, trace_files
+from conformance.certify.parallel import replay_all
+from conformance.certify.replay import of_systems, trace_files
 from conformance.certify.reports.publish import REPORT_FILES, check_report_directory, divergence_path, write_reports
 from conformance.certify.shorten import DEFAULT_BUDGET, shorten
 from conformance.certify.replay import DEPARTS, ERROR, NOT_APPLICABLE
@@ -25,7 +25,7 @@ from spec import trace as traces
 from spec.trace import Trace
 
 
-MAX_JOBS = 64  # adapters replaying at once, at most
+MAX_JOBS = 64  # processes replaying at once, at most
 
 
 def certify(
@@ -45,9 +45,10 @@ def certify(
 
     Everything that can be checked before the work is: the output directory, and the corpus
     against its manifest (unless `verify` is off). `progress(stage, done, total, failed)`.
-    `jobs` traces are replayed at once, each through an adapter of its own; the results, and so
-    the reports, are in corpus order whatever `jobs` is. Without `timings`, the reports carry no
-    wall times, so the same corpus and implementation give the same bytes.
+    `jobs` processes replay traces at once (conformance/certify/parallel.py; `make_adapter` then
+    comes from adapter_factory); the results, and so the reports, are in corpus order whatever
+    `jobs` is. Without `timings`, the reports carry no wall times, so the same corpus and
+    implementation give the same bytes.
     """
     start = time.perf_counter()
     check_report_directory(out)
@@ -58,21 +59,13 @@ def certify(
         raise traces.TraceError(f"{corpus}: no traces of the system(s) {', '.join(systems or ())}")
     results = []
     failed = 0
-    replaying = ThreadPoolExecutor(max_workers=jobs)
-    try:
-        for number, result in enumerate(replaying.map(lambda path: replay_file(make_adapter, path, verify), files), start=1):
-            results.append(result)
-            failed += result.verdict in (DEPARTS, ERROR)
-            if progress:
-                progress("traces", number, len(files), failed)
-        # Every trace is replayed: let the threads end before shortening, in this thread, begins.
-        # A process dies with the thread that started it, so shortening never takes one of theirs
-        # (SessionPool.take), whatever the number of jobs.
-        replaying.shutdown(wait=True)
-    finally:
-        # Not waiting: when interrupted, the threads still replaying wake up as the adapter
-        # factory's owner kills their processes.
-        replaying.shutdown(wait=False, cancel_futures=True)
+    implementation = ""
+    for number, (result, said) in enumerate(replay_all(make_adapter, files, verify, jobs), start=1):
+        results.append(result)
+        implementation = said or implementation
+        failed += result.verdict in (DEPARTS, ERROR)
+        if progress:
+            progress("traces", number, len(files), failed)
     read = []
     shortened: dict[str, str] = {}  # divergent trace -> where its shortened reproduction is published
     reproductions: dict[str, Trace] = {}  # published path -> the shortened trace
@@ -96,7 +89,7 @@ def certify(
     counted = Counter(r.verdict for r in results)
     report = Certification(
         adapter=adapter_name,
-        implementation=readable(getattr(make_adapter, "implementation", "")),  # an AdapterFactory's; a plain callable has none
+        implementation=readable(implementation),
         corpus=str(corpus),
         profile=generated_under(corpus, read),
         traces=len(results),

@@ -1,0 +1,69 @@
+"""Replaying a corpus with several jobs: each job a process of its own that makes its own adapters
+from the adapter's name, so that reading, replaying and judging traces (Python, bound to one
+core per process) run on every core, next to the implementations' own processes.
+
+Results come back in corpus order whatever the number of jobs, so reports are the same bytes.
+"""
+
+import functools
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterator
+from multiprocessing import util
+from pathlib import Path
+
+from adapters.contract import Adapter
+from adapters.process_lifetime import die_with_parent
+from adapters.registry import adapter_factory
+from conformance.certify.replay import TraceResult, replay_file
+
+TRACES_PER_JOB = 16  # a job replays at least this many traces: fewer jobs for a small corpus
+CHUNK = 4  # traces handed to a job at a time: fewer round trips between the processes, in order all the same
+
+_factory = None  # a job's adapter factory, made once by _open_adapters
+_failure: BaseException | None = None  # why a job could not make it (raised by every replay, never by the initializer)
+
+
+def replay_all(make_adapter: Callable[[], Adapter], files: list[Path], verify: bool, jobs: int) -> Iterator[tuple[TraceResult, str]]:
+    """Every trace's result, in the order of `files`, with what the implementation said it is
+    ("" if nothing). With more than one job, `make_adapter` must come from
+    adapters.registry.adapter_factory: its `origin` is how the jobs make the same adapters."""
+    jobs = max(1, min(jobs, len(files) // TRACES_PER_JOB))
+    if jobs == 1:
+        for path in files:
+            yield replay_file(make_adapter, path, verify), getattr(make_adapter, "implementation", "")
+        return
+    origin = getattr(make_adapter, "origin", None)
+    if origin is None:
+        raise TypeError("replaying with several jobs needs an adapter factory from adapters.registry.adapter_factory")
+    # Forked: a job starts in milliseconds, everything imported (process_lifetime gives it a run of its own).
+    pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_open_adapters, initargs=(origin, os.getpid()))
+    try:
+        yield from pool.imap(functools.partial(_replay, verify=verify), files, chunksize=CHUNK)
+    except BaseException:
+        pool.terminate()  # an interrupt, a consumer that stopped early: the jobs' processes are killed, theirs die with them
+        raise
+    else:
+        pool.close()  # the jobs end once idle, stopping their implementations' processes (their finalizer)
+    finally:
+        pool.join()
+
+
+def _open_adapters(origin: tuple[str, float], parent: int) -> None:
+    """A job's start: die with kraftcheck, leave Ctrl-C to it, make the adapter factory."""
+    global _factory, _failure
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _factory = adapter_factory(*origin)
+    except BaseException as error:  # noqa: BLE001 - an initializer that raises is restarted forever: report it per trace instead
+        _failure = error
+        return
+    util.Finalize(_factory, _factory.close, exitpriority=1)
+
+
+def _replay(path: Path, verify: bool) -> tuple[TraceResult, str]:
+    if _failure is not None:
+        raise _failure
+    return replay_file(_factory, path, verify), _factory.implementation
