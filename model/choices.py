@@ -69,8 +69,9 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
         ChoicePoint(
             "ELECT-6",
             "a candidate refused by a majority: when it stands again",
-            ("after-backoff", "at-once"),
-            "the KIP's backoff before the next election is random, up to quorum.election.backoff.max.ms; a draw of 0 stands again at once",
+            ("after-backoff", "at-once", "on-request-timer"),
+            "the KIP's backoff before the next election is random, up to quorum.election.backoff.max.ms; a draw of 0 stands again at once, "
+            "one shorter than the request timeout when the request timer fires",
         ),
         ChoicePoint(
             "VOTE-REQ-3A",

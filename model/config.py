@@ -79,8 +79,15 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # False: it sends nothing; True: it sends EndQuorumEpoch, with no preferred successor, to the
     # other voters (QuorumState.initialize -> ResignedState; KafkaRaftClient.pollResigned).
     restart_resigned_ends_epoch: bool = False
+    # END-SEND-2: whether a resigned node re-sends its EndQuorumEpoch. False: never (the KIP);
+    # True: to every other voter that has not acknowledged it (an answer without error in its
+    # epoch), on its request timer and, before it stands, when its election timer fires, naming
+    # the same successors (KafkaRaftClient.pollResigned: maybeSendRequests to
+    # ResignedState.unackedVoters; handleEndQuorumEpochResponse -> acknowledgeResignation).
+    resigned_resends_end_epoch: bool = False
     # COMMON-3 for a response to a request the node no longer awaits (a Fetch other than the one
-    # in flight, a Vote from an earlier candidacy). False: its leader and epoch are still taken
+    # in flight, a Vote from an earlier candidacy, a BeginQuorumEpoch or EndQuorumEpoch from an
+    # earlier leadership or resignation). False: its leader and epoch are still taken
     # (the model's reading); True: it is dropped unread, as Kafka's RequestManager forgets every
     # request on a change of state (resetConnections) and drops a response it does not expect.
     stale_responses_ignored: bool = False
@@ -93,9 +100,11 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # OBS-1, RETRY-1: what a fetcher does when its Fetch goes unanswered. False: an observer's
     # fetch timeout forgets the leader and discovers it again, a follower's request timeout
     # re-sends to the leader (the model's reading); True: both keep the leader and send the
-    # Fetch to a voter picked as in discovery (OBS-2), the leader and the node itself included
-    # (KafkaRaftClient.pollFollowerAsObserver, maybeSendFetchToBestNode ->
-    # maybeSendFetchToAnyBootstrap).
+    # Fetch to a voter picked as in discovery (OBS-2), the leader and the node itself included;
+    # an observer whose fetch timer expired goes on so after every error answer, its timer not
+    # armed again, until a Fetch succeeds (NodeState.fetch_stalled) (KafkaRaftClient.
+    # pollFollowerAsObserver: hasFetchTimeoutExpired, maybeSendFetchToBestNode ->
+    # maybeSendFetchToAnyBootstrap; handleFetchResponse -> resetFetchTimeout).
     stalled_fetch_any_voter: bool = False
     # COMMON-2 for a refused Fetch (an epoch or leadership error, COMMON-4). False: the response
     # carries the responder's high watermark (the model's reading of "every response"); True:
@@ -163,7 +172,7 @@ PROFILES: dict[str, Options] = {
     # leaves open and the later KIPs it implements.
     "kafka-3.9": Options(
         vote_last_offset="end-offset", unattached_discovery=True, discovery_includes_self=True, vote_kept_with_leader=False, unknown_high_watermark=True,
-        top_level_error_alone=True, progress_timeout_resigns=True, restart_resigned_ends_epoch=True,
+        top_level_error_alone=True, progress_timeout_resigns=True, restart_resigned_ends_epoch=True, resigned_resends_end_epoch=True,
         stale_responses_ignored=True, discovery_appends=True, stalled_fetch_any_voter=True, refused_fetch_without_high_watermark=True,
         check_quorum_resets_on_majority=True, voter_set_unchecked=True, end_epoch_as_news=True, conflicting_leader_fatal=True,
         cluster_id_conflict_fatal=False, describe_refusal_defaults=True,

@@ -4,20 +4,31 @@ from model.config import NodeConfig
 from model.events import Response, Send, SetTimer, TimerKind
 from model.messages import EndQuorumEpochRequest, EndQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import as_sent, NO_OUTPUTS, Transition, become_follower, enter_role, observe_leader, shut_down, stand
+from model.transitions import as_sent, NO_OUTPUTS, Transition, awaits, become_follower, enter_role, observe_leader, replace, shut_down, stand, standing_rules
 from model.validity import ahead_of_epoch_check, end_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
 
 
 def resign(config: NodeConfig, state: NodeState) -> Transition:
-    """END-SEND-1: tell every other voter, most caught-up first, and stop leading (never retried)."""
+    """END-SEND-1: tell every other voter, most caught-up first, and stop leading (re-sent only
+    under Options.resigned_resends_end_epoch, which keeps the offsets that order the successors)."""
     if state.role != Role.LEADER:
         return Transition(state, NO_OUTPUTS, ())
-    others = [(offset, voter) for voter, offset in zip(config.voters, state.replica_offsets) if voter != config.node_id]
-    successors = tuple(voter for offset, voter in sorted(others, key=lambda ov: (-ov[0], ov[1])))
-    resigned = enter_role(state, Role.RESIGNED, high_watermark=-1 if config.options.unknown_high_watermark else state.high_watermark)
-    return Transition(resigned, end_epoch(config, state.epoch, successors), ("END-SEND-1", "END-SEND-2"))
+    kept = {"replica_offsets": state.replica_offsets} if config.options.resigned_resends_end_epoch else {}
+    resigned = enter_role(state, Role.RESIGNED, high_watermark=-1 if config.options.unknown_high_watermark else state.high_watermark, **kept)
+    return Transition(resigned, end_epoch(config, state.epoch, successors(config, state.replica_offsets)), ("END-SEND-1", "END-SEND-2"))
+
+
+def successors(config: NodeConfig, replica_offsets: tuple[int, ...]) -> tuple[int, ...]:
+    """END-SEND-1: the other voters, most caught-up first, ties by the smaller id (none without offsets: a restarted leader)."""
+    others = [(offset, voter) for voter, offset in zip(config.voters, replica_offsets) if voter != config.node_id]
+    return tuple(voter for offset, voter in sorted(others, key=lambda ov: (-ov[0], ov[1])))
+
+
+def resend_end_epoch(config: NodeConfig, state: NodeState) -> tuple[Send, ...]:
+    """Options.resigned_resends_end_epoch: the resigned node's EndQuorumEpoch again, to the voters that have not acknowledged it."""
+    return tuple(send for send in end_epoch(config, state.epoch, successors(config, state.replica_offsets)) if send.destination not in state.endorsed)
 
 
 def end_epoch(config: NodeConfig, epoch: int, successors: tuple[int, ...]) -> tuple[Send, ...]:
@@ -71,17 +82,22 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
     if position == 0:  # stands at once, before the follower it just became fetches
         candidate, outputs = stand(config, state)
         answered = answer(candidate if config.choices.pick("END-REQ-5") == "after-standing" else state, rules, extra=outputs)
-        return Transition(candidate, answered.outputs, answered.rules + (("END-REQ-5", "ELECT-4", "QSTATE-2") if candidate.role != Role.PROSPECTIVE else ("END-REQ-5",)))
+        return Transition(candidate, answered.outputs, answered.rules + ("END-REQ-5",) + standing_rules(candidate))
     timer = SetTimer(kind=TimerKind.FETCH_TIMEOUT, delay_ms=successor_backoff_ms(config, position))
     return answer(state, rules + ("END-REQ-6",), extra=followed + (timer,))
 
 
 def handle_end_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: EndQuorumEpochResponse = event.message
+    if config.options.stale_responses_ignored and not awaits(state, Role.RESIGNED, event.request.LeaderEpoch):
+        return Transition(state, NO_OUTPUTS, ("COMMON-3",))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         return Transition(state, NO_OUTPUTS, ("COMMON-3",))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
     if observed is not None:
         fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
         return Transition(observed[0], observed[1], ("END-RESP-2", "COMMON-3") if fenced else ("COMMON-3",))
+    acknowledged = response.ErrorCode == errors.NONE and response.PartitionErrorCode == errors.NONE and response.LeaderEpoch == state.epoch
+    if config.options.resigned_resends_end_epoch and state.role == Role.RESIGNED and acknowledged:
+        return Transition(replace(state, endorsed=state.endorsed | {event.source}), NO_OUTPUTS, ("END-RESP-1", "END-SEND-2"))
     return Transition(state, NO_OUTPUTS, ("END-RESP-1",))

@@ -129,7 +129,7 @@ def take_answer(config: NodeConfig, state: NodeState, event: Response) -> Transi
     response: FetchResponse = event.message
     diverging = response.DivergingEpoch.Epoch != -1 and response.PartitionErrorCode in (errors.NONE, errors.OFFSET_OUT_OF_RANGE)
     if not diverging and (response.PartitionErrorCode != errors.NONE or response.ErrorCode != errors.NONE):
-        retrying, outputs = send_fetch(config, state)
+        retrying, outputs = send_fetch(config, state, any_voter=state.fetch_stalled)
         fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
         return Transition(retrying, outputs, ("FETCH-RESP-1",) if fenced else ("FETCH-SEND-2", "FETCH-SEND-1"))
     if diverging:
@@ -140,7 +140,8 @@ def take_answer(config: NodeConfig, state: NodeState, event: Response) -> Transi
                 f"{response.DivergingEpoch.EndOffset}) would truncate to offset {len(log)}, below our high watermark {state.high_watermark}"
             )
             return shut_down(state, reason, ("FETCH-RESP-2",))
-        truncated, outputs = send_fetch(config, replace(state, log=log, fetched_from_leader=heard_from_leader(config, state) and response.PartitionErrorCode == errors.NONE))
+        answered = response.PartitionErrorCode == errors.NONE  # the leader answered: the fetch timer starts again
+        truncated, outputs = send_fetch(config, replace(state, log=log, fetched_from_leader=heard_from_leader(config, state) and answered, fetch_stalled=state.fetch_stalled and not answered))
         return Transition(truncated, outputs, ("FETCH-RESP-2", "K101-3", "FETCH-SEND-2", "FETCH-SEND-1"))
     rules: tuple[str, ...] = ("FETCH-RESP-3", "HW-4", "FETCH-SEND-2", "FETCH-SEND-1")
     records = response.Records or ()
@@ -153,13 +154,20 @@ def take_answer(config: NodeConfig, state: NodeState, event: Response) -> Transi
 def replicate(config: NodeConfig, state: NodeState, response: FetchResponse) -> NodeState:
     """FETCH-RESP-3, HW-4: append the records if they start at the log end, then take the high
     watermark, unless the leader does not know it (-1: the follower keeps its own). The node has
-    now heard from its leader in this role (what a pre-vote asks, Options.pre_vote)."""
+    now heard from its leader in this role (what a pre-vote asks, Options.pre_vote), and its fetch
+    timer starts again (Options.stalled_fetch_any_voter)."""
     log = state.log
     records = response.Records or ()
     if records and records[0].Offset == len(log):
         log = log + tuple(records)
     known = response.HighWatermark >= 0
-    return replace(state, log=log, high_watermark=min(response.HighWatermark, len(log)) if known else state.high_watermark, fetched_from_leader=heard_from_leader(config, state))
+    return replace(
+        state,
+        log=log,
+        high_watermark=min(response.HighWatermark, len(log)) if known else state.high_watermark,
+        fetched_from_leader=heard_from_leader(config, state),
+        fetch_stalled=False,
+    )
 
 
 def heard_from_leader(config: NodeConfig, state: NodeState) -> bool:

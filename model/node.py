@@ -7,7 +7,7 @@ RPC's handler, timers, client appends, resignation, crash and restart are handle
 from model.begin_epoch import handle_begin_request, handle_begin_response
 from model.config import NodeConfig
 from model.describe import handle_describe_request
-from model.end_epoch import end_epoch, handle_end_request, handle_end_response, resign
+from model.end_epoch import end_epoch, handle_end_request, handle_end_response, resend_end_epoch, resign
 from model.events import AppendResult, ClientAppend, Crash, Event, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.fetch import handle_fetch_request, handle_fetch_response
 from model import log as logs
@@ -26,6 +26,7 @@ from model.messages import (
 from model.offsets import handle_offsets_request
 from model.state import NodeState, Role
 from model.transitions import (
+    lost,
     NO_OUTPUTS,
     Transition,
     advance_high_watermark,
@@ -39,6 +40,7 @@ from model.transitions import (
     request_votes,
     send_fetch,
     stand,
+    standing_rules,
 )
 from model.vote import handle_vote_request, handle_vote_response
 from spec import errors
@@ -100,13 +102,15 @@ def step(config: NodeConfig, state: NodeState, event: Event) -> Transition:
 def armed_timers(config: NodeConfig, state: NodeState) -> tuple[TimerKind, ...]:
     """The timers whose expiry changes something in this state (what the environment may fire)."""
     role = state.role
-    if role == Role.FOLLOWER or (role == Role.OBSERVER and config.options.observer_fetch_timeout):
+    if role == Role.FOLLOWER or (role == Role.OBSERVER and config.options.observer_fetch_timeout and not state.fetch_stalled):
         return (TimerKind.FETCH_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
     if role == Role.OBSERVER:
         return (TimerKind.REQUEST_TIMEOUT,)
     if role in (Role.CANDIDATE, Role.PROSPECTIVE):
         return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
     if role == Role.UNATTACHED and config.options.unattached_discovery:
+        return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
+    if role == Role.RESIGNED and config.options.resigned_resends_end_epoch:
         return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
     if role in (Role.UNATTACHED, Role.RESIGNED):
         return (TimerKind.ELECTION_TIMEOUT,)
@@ -120,10 +124,10 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
     if kind == TimerKind.FETCH_TIMEOUT:
         if role == Role.FOLLOWER:
             return candidacy(config, state, "ELECT-1")
-        if role == Role.OBSERVER and not config.options.observer_fetch_timeout:
-            return Transition(state, NO_OUTPUTS, UNCHANGED)
+        if role == Role.OBSERVER and (not config.options.observer_fetch_timeout or state.fetch_stalled):
+            return Transition(state, NO_OUTPUTS, UNCHANGED)  # no fetch timer armed
         if role == Role.OBSERVER and config.options.stalled_fetch_any_voter:
-            fetching, outputs = send_fetch(config, state, any_voter=True)
+            fetching, outputs = send_fetch(config, replace(state, fetch_stalled=True), any_voter=True)
             return Transition(fetching, outputs, ("OBS-1", "OBS-2"))
         if role == Role.OBSERVER:
             lost, outputs = become_unattached(config, state, state.epoch, discover=True)
@@ -132,6 +136,10 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
         # KIP-996: out of time, it follows the leader it knew again, or asks once more.
         after, outputs = lose_pre_vote(config, state) if state.leader_id != -1 else become_prospective(config, state)
         return Transition(after, outputs, ("ELECT-2",))
+    elif kind == TimerKind.ELECTION_TIMEOUT and role == Role.RESIGNED and config.options.resigned_resends_end_epoch:
+        # Its request timer is long past: the EndQuorumEpoch nobody acknowledged goes again before it stands.
+        stood = candidacy(config, state, "RESIGN-1")
+        return Transition(stood.state, resend_end_epoch(config, state) + stood.outputs, stood.rules + ("END-SEND-2",))
     elif kind == TimerKind.ELECTION_TIMEOUT and role in (Role.CANDIDATE, Role.UNATTACHED, Role.RESIGNED):
         rule = {Role.CANDIDATE: "ELECT-2", Role.UNATTACHED: "ELECT-3", Role.RESIGNED: "RESIGN-1"}[role]
         return candidacy(config, state, rule)
@@ -150,23 +158,25 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
 def candidacy(config: NodeConfig, state: NodeState, reason: str) -> Transition:
     """Start an election, or its pre-vote (Options.pre_vote); a single voter wins it at once (ELECT-4, VOTE-RESP-2/3)."""
     candidate, outputs = stand(config, state)
-    if candidate.role == Role.PROSPECTIVE:
-        return Transition(candidate, outputs, (reason, "ELECT-6"))
-    if candidate.role == Role.LEADER:
-        return Transition(candidate, outputs, (reason, "ELECT-4", "VOTE-RESP-2", "VOTE-RESP-3", "QSTATE-2"))
-    return Transition(candidate, outputs, (reason, "ELECT-4", "ELECT-6", "QSTATE-2"))
+    return Transition(candidate, outputs, (reason,) + standing_rules(candidate))
 
 
 def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
-    """RETRY-1: re-send what is unanswered: the Fetch, the Vote requests, the BeginQuorumEpochs."""
+    """RETRY-1: re-send what is unanswered: the Fetch, the Vote requests, the BeginQuorumEpochs
+    (and a resigned node's EndQuorumEpochs under Options.resigned_resends_end_epoch)."""
     role = state.role
     if role in (Role.FOLLOWER, Role.OBSERVER) or (role == Role.UNATTACHED and config.options.unattached_discovery):
         fetching, outputs = send_fetch(config, state, any_voter=config.options.stalled_fetch_any_voter)
         return Transition(fetching, outputs, ("RETRY-1", "FETCH-SEND-1"))
+    if role == Role.CANDIDATE and lost(config, state) and config.choices.pick("ELECT-6") == "on-request-timer":
+        again, outputs = stand(config, state)  # its random backoff ended before the request timer fired
+        return Transition(again, outputs, ("RETRY-1", "VOTE-RESP-2") + standing_rules(again))
     if role in (Role.CANDIDATE, Role.PROSPECTIVE, Role.LEADER) and config.choices.pick("RETRY-1") == "nothing":
         return Transition(state, NO_OUTPUTS, ("RETRY-1",))
     if role in (Role.CANDIDATE, Role.PROSPECTIVE):
         return Transition(state, request_votes(config, state), ("RETRY-1",))
+    if role == Role.RESIGNED and config.options.resigned_resends_end_epoch:
+        return Transition(state, resend_end_epoch(config, state), ("RETRY-1", "END-SEND-2"))
     if role == Role.LEADER:
         announce = BeginQuorumEpochRequest(ClusterId=config.cluster_id, LeaderId=config.node_id, LeaderEpoch=state.epoch)
         outputs = tuple(Send(destination=v, message=announce) for v in config.voters if v not in state.endorsed)

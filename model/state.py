@@ -33,11 +33,18 @@ class NodeState(msgspec.Struct, frozen=True, kw_only=True):
     high_watermark: int = 0
     granted: frozenset[int] = frozenset()  # candidate: voters that granted, self included
     refused: frozenset[int] = frozenset()  # candidate: voters that refused
-    endorsed: frozenset[int] = frozenset()  # leader: voters known to accept its leadership
+    # Leader: voters known to accept its leadership; resigned: voters that acknowledged its
+    # EndQuorumEpoch (Options.resigned_resends_end_epoch).
+    endorsed: frozenset[int] = frozenset()
     fetched: frozenset[int] = frozenset()  # leader: voters that fetched since the last progress check
-    replica_offsets: tuple[int, ...] = ()  # leader: fetch offset per replica (NodeConfig.replicas), -1 unknown
+    # Leader: fetch offset per replica (NodeConfig.replicas), -1 unknown; kept by a resigned node
+    # that re-sends its EndQuorumEpoch, whose successors they order (Options.resigned_resends_end_epoch).
+    replica_offsets: tuple[int, ...] = ()
     fetching: FetchRequest | None = None  # follower/observer: the Fetch in flight
     fetched_from_leader: bool = False  # follower: a Fetch answered without error in this role (Options.pre_vote)
+    # Observer: its fetch timer expired and no Fetch has succeeded since, so it fetches from any
+    # voter and its fetch timer is not armed (Options.stalled_fetch_any_voter).
+    fetch_stalled: bool = False
 
     @property
     def role_name(self) -> str:

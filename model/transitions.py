@@ -1,7 +1,8 @@
 """Role changes shared by the RPC handlers: each returns the new state and the outputs it causes.
 
 Every change of epoch, leader or vote goes through here, so the quorum-state rules (QSTATE-2,
-ELECT-4, VOTE-RESP-3, BEGIN-REQ-4, COMMON-3) are written once.
+ELECT-4, VOTE-RESP-3, BEGIN-REQ-4, COMMON-3) are written once, and so are the rules of standing
+(standing_rules).
 """
 
 from typing import NamedTuple
@@ -50,8 +51,15 @@ def enter_role(state: NodeState, role: Role, **changes: object) -> NodeState:
         "replica_offsets": (),
         "fetching": None,
         "fetched_from_leader": False,
+        "fetch_stalled": False,
     }
     return replace(state, role=role, **(cleared | changes))
+
+
+def awaits(state: NodeState, role: Role, epoch: int) -> bool:
+    """Whether a response to a request sent in `role` and `epoch` is still awaited: the node is
+    in that role and epoch still (Options.stale_responses_ignored drops any other, COMMON-3)."""
+    return state.role == role and state.epoch == epoch
 
 
 def shut_down(state: NodeState, reason: str, rules: tuple[str, ...], sent: tuple[Output, ...] = NO_OUTPUTS) -> Transition:
@@ -142,6 +150,22 @@ def election_timer(config: NodeConfig) -> SetTimer:
 def stand(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
     """ELECT-4, after a pre-vote under Options.pre_vote."""
     return become_prospective(config, state) if config.options.pre_vote else become_candidate(config, state)
+
+
+def lost(config: NodeConfig, state: NodeState) -> bool:
+    """VOTE-RESP-2: refused by so many voters that no majority can grant the election (or pre-vote)."""
+    return len(state.refused) > len(config.voters) - config.majority
+
+
+def standing_rules(stood: NodeState) -> tuple[str, ...]:
+    """The rules a node follows as it stands (`stand`, `become_candidate`), by the role it reached:
+    a pre-vote asked, on its election timer (ELECT-6); an election started, its vote persisted
+    (ELECT-4, QSTATE-2, ELECT-6); or an election a single voter won at once (VOTE-RESP-2/3)."""
+    if stood.role == Role.PROSPECTIVE:
+        return ("ELECT-6",)
+    if stood.role == Role.LEADER:
+        return ("ELECT-4", "VOTE-RESP-2", "VOTE-RESP-3", "QSTATE-2")
+    return ("ELECT-4", "ELECT-6", "QSTATE-2")
 
 
 def become_prospective(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:

@@ -5,6 +5,8 @@ from model.config import NodeConfig
 from model.messages import VoteRequest, VoteResponse
 from model.state import NodeState, Role
 from model.transitions import (
+    awaits,
+    lost,
     Transition,
     as_sent,
     become_candidate,
@@ -16,6 +18,7 @@ from model.transitions import (
     observe_leader,
     replace,
     stand,
+    standing_rules,
 )
 from model.events import Response, Send
 from model.validity import ahead_of_epoch_check, vote_refusal
@@ -85,13 +88,13 @@ def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) 
     response: VoteResponse = event.message
     request: VoteRequest = event.request
     nominee = state.role == (Role.PROSPECTIVE if request.PreVote else Role.CANDIDATE)
-    asked = nominee and request.CandidateEpoch == state.epoch  # the election (or pre-vote) now running asked this
+    asked = awaits(state, Role.PROSPECTIVE if request.PreVote else Role.CANDIDATE, request.CandidateEpoch)  # the election (or pre-vote) now running asked this
     if config.options.stale_responses_ignored and not asked:
         return Transition(state, (), ("COMMON-3",))
     if response.ErrorCode == errors.UNSUPPORTED_VERSION and asked and request.PreVote:
         # A voter that predates pre-votes (KIP-996) cannot answer one: stand without it, as Kafka does.
         candidate, outputs = become_candidate(config, state)
-        return Transition(candidate, outputs, ("ELECT-4", "QSTATE-2"))
+        return Transition(candidate, outputs, standing_rules(candidate))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         return Transition(state, (), ("BOOT-3", "COMMON-3"))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
@@ -108,19 +111,18 @@ def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) 
         return Transition(state, (), ("VOTE-RESP-1",))
     if not response.VoteGranted:
         refused = replace(state, refused=state.refused | {event.source})
-        lost = len(refused.refused) > len(config.voters) - config.majority
-        if lost and request.PreVote:
+        if lost(config, refused) and request.PreVote:
             after, outputs = lose_pre_vote(config, refused)
             return Transition(after, outputs, ("VOTE-RESP-2",))
-        if lost and config.choices.pick("ELECT-6") == "at-once":
+        if lost(config, refused) and config.choices.pick("ELECT-6") == "at-once":
             again, outputs = stand(config, refused)
-            return Transition(again, outputs, ("VOTE-RESP-2", "ELECT-6", "ELECT-4", "QSTATE-2"))
+            return Transition(again, outputs, ("VOTE-RESP-2",) + standing_rules(again))
         return Transition(refused, (), ("VOTE-RESP-2",))
     candidate = replace(state, granted=state.granted | {event.source})
     if len(candidate.granted) < config.majority:
         return Transition(candidate, (), ("VOTE-RESP-2",))
     if request.PreVote:
         standing, outputs = become_candidate(config, candidate)
-        return Transition(standing, outputs, ("VOTE-RESP-2", "ELECT-4", "QSTATE-2"))
+        return Transition(standing, outputs, ("VOTE-RESP-2",) + standing_rules(standing))
     leader, outputs = become_leader(config, candidate)
     return Transition(leader, outputs, ("VOTE-RESP-2", "VOTE-RESP-3", "QSTATE-2"))

@@ -113,6 +113,7 @@ KAFKA_3_9 = {
     "top_level_error_alone": True,
     "progress_timeout_resigns": True,
     "restart_resigned_ends_epoch": True,
+    "resigned_resends_end_epoch": True,
     "stale_responses_ignored": True,
     "discovery_appends": True,
     "stalled_fetch_any_voter": True,

@@ -178,10 +178,11 @@ def test_the_default_corpus_leaves_the_profile_corpora_out():
 def test_the_smoke_configuration_under_the_kafka_profile_is_safe():
     """`kraftcheck check --config smoke --profile kafka-3.9`: exhausted, every property holding
     (pinned counts: the profile's nodes start down and fetch to find the leader, so the space
-    differs from KIP-595's)."""
+    differs from KIP-595's; 4,952 states before stale_responses_ignored covered BeginQuorumEpoch
+    answers to a leadership that is over, which now change nothing)."""
     result = explore(system_for(resolve("smoke", {"profile": "kafka-3.9"})))
     assert result.complete and not result.counterexamples
-    assert (result.distinct, result.generated, result.depth) == (4952, 12466, 27)
+    assert (result.distinct, result.generated, result.depth) == (4812, 12044, 27)
 
 
 @pytest.mark.parametrize(

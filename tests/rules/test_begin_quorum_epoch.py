@@ -302,3 +302,16 @@ def test_common_3_inconsistent_cluster_id_begin_response_is_exempt():
     t = response(cfg, s, 2, answer(9, 3, top_error=errors.INCONSISTENT_CLUSTER_ID), begin(5, 1))
     assert t.state == s
     assert t.outputs == ()
+
+
+def test_stale_responses_ignored_drops_an_answer_to_an_earlier_leadership():
+    """COMMON-3 under Options.stale_responses_ignored (Kafka: RequestManager.isResponseExpected, its
+    connections reset on every change of state): a FENCED_LEADER_EPOCH answer to the BeginQuorumEpoch
+    of a leadership that is over, naming the leader of the node's own epoch, is dropped unread; the
+    KIP's reading follows the leader it names."""
+    voted = state(Role.UNATTACHED, epoch=2, voted_id=3, log=log(1))
+    fenced = answer(2, 2, errors.FENCED_LEADER_EPOCH)
+    kafka = response(config(1, stale_responses_ignored=True), voted, 2, fenced, begin(1, 1))
+    assert kafka.state == voted and kafka.outputs == () and kafka.rules == ("COMMON-3",)
+    kip = response(config(1), voted, 2, fenced, begin(1, 1))
+    assert (kip.state.role, kip.state.epoch, kip.state.leader_id) == (Role.FOLLOWER, 2, 2)

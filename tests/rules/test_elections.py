@@ -378,3 +378,19 @@ def test_elect_6_a_candidate_refused_by_a_majority_may_stand_again_at_once():
     again = response_step(at_once, refused_once, 3, no, asked)
     assert (again.state.role, again.state.epoch, again.state.voted_id) == (Role.CANDIDATE, 3, 1)
     assert Counter(again.outputs) == candidacy(3, (), (1, 2, 3))
+
+
+def test_elect_6_a_lost_candidate_may_stand_again_when_its_request_timer_fires():
+    """ELECT-6's "on-request-timer": a backoff shorter than the request timeout (Kafka 3.9's first
+    draw is 0 or 100 ms, its request timeout here 100 ms plus a 10 ms retry backoff) ends before
+    that timer fires; by default the request timer finds nothing to re-send (every voter answered)."""
+    lost = NodeState(role=Role.CANDIDATE, epoch=2, voted_id=1, granted=frozenset({1}), refused=frozenset({2, 3}))
+    waits = timer(config(1), lost, TimerKind.REQUEST_TIMEOUT)
+    assert waits.state == lost and waits.outputs == ()
+    on_timer = msgspec.structs.replace(config(1), choices=Choices(picks=(("ELECT-6", "on-request-timer"),)))
+    again = timer(on_timer, lost, TimerKind.REQUEST_TIMEOUT)
+    assert (again.state.role, again.state.epoch, again.state.voted_id, again.state.refused) == (Role.CANDIDATE, 3, 1, frozenset())
+    assert Counter(again.outputs) == candidacy(3, (), (1, 2, 3))
+    assert {"RETRY-1", "VOTE-RESP-2", "ELECT-4", "QSTATE-2"} <= set(again.rules)
+    still_running = NodeState(role=Role.CANDIDATE, epoch=2, voted_id=1, granted=frozenset({1}), refused=frozenset({2}))
+    assert timer(on_timer, still_running, TimerKind.REQUEST_TIMEOUT).state == still_running  # one refusal of three: not lost

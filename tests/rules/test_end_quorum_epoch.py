@@ -364,3 +364,77 @@ def test_resign_1_resigned_node_client_append_cites_resign_rule():
     t = node.step(cfg, s, ClientAppend(value=7))
     assert t.outputs == (AppendResult(ErrorCode=errors.NOT_LEADER_OR_FOLLOWER, Offset=-1),)
     assert "RESIGN-1" in t.rules
+
+
+# Options.resigned_resends_end_epoch (profiles kafka-3.9, kafka-4.3): Kafka's resigned leader
+# re-sends EndQuorumEpoch to the voters that have not acknowledged it (KafkaRaftClient.pollResigned
+# -> maybeSendRequests(ResignedState.unackedVoters); handleEndQuorumEpochResponse ->
+# acknowledgeResignation), values written out by hand from those sources.
+
+RESENDS = config(1, voters=(1, 2, 3, 4), resigned_resends_end_epoch=True)
+
+
+def _resigned_with_offsets() -> NodeState:
+    """Leader 1 of epoch 5 with voter 3 at offset 2, voter 2 at 1 and voter 4 unknown, resigned."""
+    s = leader_state(RESENDS, 5, log(1, 5), replica_offsets=(2, 1, 2, -1))
+    return node.step(RESENDS, s, Resign()).state
+
+
+def test_resigned_resends_keeps_the_offsets_that_order_its_successors():
+    t = node.step(RESENDS, leader_state(RESENDS, 5, log(1, 5), replica_offsets=(2, 1, 2, -1)), Resign())
+    assert t.outputs == tuple(Send(destination=v, message=end(5, 1, (3, 2, 4))) for v in (3, 2, 4))
+    assert (t.state.role, t.state.endorsed, t.state.replica_offsets) == (Role.RESIGNED, frozenset(), (2, 1, 2, -1))
+
+
+def test_resigned_resends_to_every_unacknowledged_voter_on_its_request_timer():
+    s = _resigned_with_offsets()
+    acked = response(RESENDS, s, 2, answer(5, 1), end(5, 1, (3, 2, 4)))
+    assert acked.state.endorsed == {2} and acked.outputs == ()
+    assert "END-SEND-2" in acked.rules
+    retry = timer(RESENDS, acked.state, TimerKind.REQUEST_TIMEOUT)
+    assert retry.state == acked.state
+    assert retry.outputs == (Send(destination=3, message=end(5, 1, (3, 2, 4))), Send(destination=4, message=end(5, 1, (3, 2, 4))))
+    assert TimerKind.REQUEST_TIMEOUT in node.armed_timers(RESENDS, s)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [answer(5, 1, errors.INCONSISTENT_VOTER_SET), answer(5, -1, errors.UNKNOWN_LEADER_EPOCH), answer(5, 1, top_error=errors.INCONSISTENT_CLUSTER_ID)],
+    ids=["partition-error", "unknown-leader-epoch", "top-level-error"],
+)
+def test_resigned_resends_an_answer_with_an_error_acknowledges_nothing(message):
+    s = _resigned_with_offsets()
+    assert response(RESENDS, s, 2, message, end(5, 1, (3, 2, 4))).state.endorsed == frozenset()
+
+
+def test_resigned_resends_before_it_stands_when_its_election_timer_fires():
+    s = response(RESENDS, _resigned_with_offsets(), 3, answer(5, 1), end(5, 1, (3, 2, 4))).state
+    t = timer(RESENDS, s, TimerKind.ELECTION_TIMEOUT)
+    assert (t.state.role, t.state.epoch, t.state.endorsed, t.state.replica_offsets) == (Role.CANDIDATE, 6, frozenset(), ())
+    ask = VoteRequest(ClusterId=CLUSTER_ID, CandidateEpoch=6, CandidateId=1, LastOffsetEpoch=5, LastOffset=1)
+    again = end(5, 1, (3, 2, 4))
+    assert Counter(t.outputs) == Counter(
+        [Send(destination=2, message=again), Send(destination=4, message=again)] + [Send(destination=v, message=ask) for v in (2, 3, 4)] + [election_timer()]
+    )
+    assert {"RESIGN-1", "END-SEND-2", "ELECT-4"} <= set(t.rules)
+
+
+def test_resigned_resends_after_a_restart_names_no_successor():
+    """QSTATE-4 with restart_resigned_ends_epoch: a restarted leader's EndQuorumEpoch, and its re-sends, name no successor."""
+    cfg = config(1, resigned_resends_end_epoch=True, restart_resigned_ends_epoch=True)
+    down = state(Role.DOWN, epoch=5, leader_id=1, voted_id=1, log=log(1, 5))
+    restarted = node.restart(cfg, down)
+    assert restarted.state.role == Role.RESIGNED
+    retry = timer(cfg, restarted.state, TimerKind.REQUEST_TIMEOUT)
+    assert retry.outputs == (Send(destination=2, message=end(5, 1, ())), Send(destination=3, message=end(5, 1, ())))
+
+
+def test_stale_responses_ignored_drops_an_answer_to_an_earlier_resignation():
+    """COMMON-3 under Options.stale_responses_ignored: an answer to the EndQuorumEpoch of a
+    resignation that is over (the node stood since) is dropped unread, its fenced epoch not taken."""
+    candidate = NodeState(role=Role.CANDIDATE, epoch=6, voted_id=1, granted=frozenset({1}), log=log(1, 5))
+    fenced = answer(7, 3, errors.FENCED_LEADER_EPOCH)
+    kafka = response(config(1, stale_responses_ignored=True), candidate, 3, fenced, end(5, 1, (2, 3)))
+    assert kafka.state == candidate and kafka.outputs == () and kafka.rules == ("COMMON-3",)
+    kip = response(config(1), candidate, 3, fenced, end(5, 1, (2, 3)))
+    assert (kip.state.role, kip.state.epoch, kip.state.leader_id) == (Role.FOLLOWER, 7, 3)

@@ -1,8 +1,11 @@
 """Observers and leader discovery (OBS-1, OBS-2, BOOT-4) and the null cluster id (BOOT-2)."""
 
+from collections import Counter
+
 import msgspec
 from conftest import CLUSTER_ID, config, leader_state, log, request, response, sends, sent_to, state, timer
 
+from model import node
 from model.events import Send, SetTimer, Shutdown, TimerKind
 from model.messages import (
     BeginQuorumEpochRequest,
@@ -301,3 +304,26 @@ def test_boot_2_conflicting_end_quorum_epoch_is_a_mere_rejection():
         Send(destination=1, message=EndQuorumEpochResponse(ErrorCode=errors.INCONSISTENT_CLUSTER_ID, PartitionErrorCode=errors.NONE, LeaderId=1, LeaderEpoch=3)),
     )
     assert t.state == s
+
+
+def test_stalled_fetch_any_voter_an_expired_fetch_timer_keeps_the_observer_asking_any_voter():
+    """Options.stalled_fetch_any_voter, Kafka 3.9's observer (pollFollowerAsObserver: while
+    hasFetchTimeoutExpired, maybeSendFetchToAnyBootstrap; handleFetchResponse -> resetFetchTimeout
+    on an answer without error): after its fetch timer fires, an error answer sends the next Fetch
+    to any voter, not to the leader, and the timer is not armed again until a Fetch succeeds."""
+    cfg = config(4, observers=(4,), stalled_fetch_any_voter=True)
+    records = log(1)
+    again = fetch(4, 1, 1, 1)
+    following = state(Role.OBSERVER, epoch=1, leader_id=1, log=records, fetching=again)
+    expired = timer(cfg, following, TimerKind.FETCH_TIMEOUT)
+    assert expired.state.fetch_stalled and Counter(expired.outputs) == Counter(Send(destination=v, message=again) for v in (1, 2, 3))
+    assert node.armed_timers(cfg, expired.state) == (TimerKind.REQUEST_TIMEOUT,)
+    assert timer(cfg, expired.state, TimerKind.FETCH_TIMEOUT).outputs == ()
+    refused = FetchResponse(PartitionErrorCode=errors.NOT_LEADER_OR_FOLLOWER, HighWatermark=-1, CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=1))
+    asked_again = response(cfg, expired.state, 3, refused, again)
+    assert asked_again.state.fetch_stalled and Counter(asked_again.outputs) == Counter(Send(destination=v, message=again) for v in (1, 2, 3))
+    answered = response(cfg, asked_again.state, 1, FetchResponse(HighWatermark=1, CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=1)), again)
+    assert not answered.state.fetch_stalled and answered.outputs == (Send(destination=1, message=again),)
+    assert node.armed_timers(cfg, answered.state) == (TimerKind.FETCH_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
+    without = response(config(4, observers=(4,)), following, 1, refused, again)
+    assert without.outputs == (Send(destination=1, message=again),)  # the KIP's reading: back to its leader
