@@ -7,6 +7,7 @@ alternative of every point the step consulted, so the model can say what the spe
 allows at any step. Exploration takes the defaults; replay accepts any allowed outcome.
 """
 
+import functools
 import random
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -196,12 +197,15 @@ class Outcome(NamedTuple):
     consulted: tuple[str, ...]  # the points it consulted, in order
 
 
-def allowed_transitions(step: Callable[[Any, Any, Any], Any], config: Any, state: Any, event: Any) -> list[Outcome]:
+@functools.lru_cache(maxsize=1024)
+def allowed_transitions(step: Callable[[Any, Any, Any], Any], config: Any, state: Any, event: Any) -> tuple[Outcome, ...]:
     """Every outcome the specification allows for one step: the default first, then each
     combination of alternatives at the points the step consults (a point consulted only under
-    some alternative is branched too). A configuration without choices has one outcome."""
+    some alternative is branched too). A configuration without choices has one outcome.
+    Remembered for recent steps: replay asks again for the steps its check of the trace just
+    asked for (the model is pure, its states and events immutable)."""
     if not hasattr(config, "choices"):
-        return [Outcome((), step(config, state, event), ())]
+        return (Outcome((), step(config, state, event), ()),)
     base = dict(config.choices.picks)
     outcomes: list[Outcome] = []
     seen: set[Picks] = set()
@@ -221,7 +225,7 @@ def allowed_transitions(step: Callable[[Any, Any, Any], Any], config: Any, state
             if name not in fixed and name not in base:
                 excluded = -1 if config.options.discovery_includes_self else config.node_id  # OBS-2's voters: Options.discovery_includes_self
                 pending += [fixed | {name: a} for a in alternatives(name, config.voters, excluded)[1:]]
-    return outcomes
+    return tuple(outcomes)
 
 
 def each_single_alternative(voters: tuple[int, ...] = (1, 2, 3), node_id: int = 1) -> Iterator[Picks]:

@@ -276,14 +276,14 @@ def test_unknown_field_in_a_sent_message_is_reported(make_adapter, tmp_path):
 
 def test_a_kraft_reply_needs_no_alter_isr(make_adapter, tmp_path):
     """A KRaft implementation written before ISR replicas existed keeps working unchanged."""
-    adapter = make_adapter(fake_node(tmp_path, replying(ANSWER, DRAINED)))
+    adapter = make_adapter(fake_node(tmp_path, replying(ANSWER, DRAINED, '{"ok": true, "state": {' + OBSERVED + "}}")))
     adapter.start(header(1))
     assert adapter.step(Timer(kind=TimerKind.ELECTION_TIMEOUT)) == Outputs()
 
 
 def test_an_isr_reply_reports_alter_isr(make_adapter, tmp_path):
     answer = '{"ok": true, "response": null, "append_result": null, "shutdown": false, "alter_isr": {"LeaderEpoch": 0, "Isr": [1]}}'
-    adapter = make_adapter(fake_node(tmp_path, replying(answer, DRAINED)))
+    adapter = make_adapter(fake_node(tmp_path, replying(answer, DRAINED, '{"ok": true, "state": {' + OBSERVED + ', "isr": [1]}}')))
     adapter.start(isr_header(1))
     assert adapter.step(ShrinkIsr(replica=2)) == Outputs(alter_isr=AlterIsr(LeaderEpoch=0, Isr=(1,)))
 
@@ -376,3 +376,15 @@ def test_example_node_refuses_what_an_isr_replica_does_not_take():
     assert [reply["ok"] for reply in replies] == [False, True, False, True]
     assert replies[0]["error"] == "node 9 is not a replica of the partition [1, 2]"
     assert replies[2]["error"] == "unknown command 'timer'"
+
+
+def test_a_step_sends_input_drain_and_observe_in_one_write(make_adapter, tmp_path):
+    """One round trip per step: the state observed with the step is what observe() returns; the
+    fake node answers those three commands and exits, so a fourth command could not be answered."""
+    adapter = make_adapter(fake_node(tmp_path, replying(ANSWER, DRAINED, '{"ok": true, "state": {' + OBSERVED + "}}") + "sys.exit(0)\n"))
+    adapter.start(header(1))
+    assert adapter.step(Timer(kind=TimerKind.ELECTION_TIMEOUT)) == Outputs()
+    observed = adapter.observe()
+    assert (observed.role, observed.leader_id) == ("follower", 1)
+    with pytest.raises(AdapterError, match="exited with code 0 before replying to 'observe'"):
+        adapter.observe()  # nothing observed with a step any more: this one goes to the process
