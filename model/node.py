@@ -26,7 +26,6 @@ from model.messages import (
 from model.offsets import handle_offsets_request
 from model.state import NodeState, Role
 from model.transitions import (
-    lost,
     NO_OUTPUTS,
     Transition,
     advance_high_watermark,
@@ -36,6 +35,7 @@ from model.transitions import (
     election_timer,
     enter_role,
     lose_pre_vote,
+    lost,
     replace,
     request_votes,
     send_fetch,
@@ -130,8 +130,8 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
             fetching, outputs = send_fetch(config, replace(state, fetch_stalled=True), any_voter=True)
             return Transition(fetching, outputs, ("OBS-1", "OBS-2"))
         if role == Role.OBSERVER:
-            lost, outputs = become_unattached(config, state, state.epoch, discover=True)
-            return Transition(lost, outputs, ("OBS-1", "OBS-2", "BOOT-4"))
+            unattached, outputs = become_unattached(config, state, state.epoch, discover=True)
+            return Transition(unattached, outputs, ("OBS-1", "OBS-2", "BOOT-4"))
     elif kind == TimerKind.ELECTION_TIMEOUT and role == Role.PROSPECTIVE:
         # KIP-996: out of time, it follows the leader it knew again, or asks once more.
         after, outputs = lose_pre_vote(config, state) if state.leader_id != -1 else become_prospective(config, state)
