@@ -112,9 +112,10 @@ class ProcessTree:
             _start_guard()
         self.marker = f"{_run}/{next(_trees)}"
 
-    def popen(self, argv: list[str], **options: object) -> subprocess.Popen:
-        """subprocess.Popen, the process marked as the tree's and dying with kraftcheck."""
-        environment = {**os.environ, MARKER: self.marker}
+    def popen(self, argv: list[str], *, environment: dict[str, str] | None = None, **options: object) -> subprocess.Popen:
+        """subprocess.Popen, the process marked as the tree's and dying with kraftcheck; `environment`
+        adds to kraftcheck's own."""
+        environment = {**os.environ, **(environment or {}), MARKER: self.marker}
         return subprocess.Popen(argv, env=environment, preexec_fn=functools.partial(die_with_parent, os.getpid()), **options)
 
     def kill(self) -> None:

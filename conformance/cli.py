@@ -19,6 +19,7 @@ from conformance.certify.shorten import DEFAULT_BUDGET as DEFAULT_SHORTEN_BUDGET
 from conformance.certify.shorten import PER_TRACE
 from conformance.corpus.generate import CORPUS_CONFIGS, DEFAULT_CORPUS, shipped_corpora
 from conformance.outputs import OutputError
+from conformance.spark.session import SparkUnavailable
 from model.config import FAULTY_PROFILES, PROFILES, ConfigError
 from spec.trace import TraceError
 
@@ -30,6 +31,29 @@ def command(module: str, function: str = "run") -> Callable[[argparse.Namespace]
         return getattr(importlib.import_module(f"conformance.commands.{module}"), function)(args)
 
     return run
+
+
+def add_engine_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """--engine and the Spark options, the same on every command that can run on Spark."""
+    parser.add_argument(
+        "--engine",
+        choices=("in-process", "spark"),
+        default="in-process",
+        help=f"where {what} runs: in-process (default) or spark, on Apache Spark through PySpark; the results are the same",
+    )
+    parser.add_argument(
+        "--spark-master",
+        default="local[*]",
+        metavar="URL",
+        help="with --engine spark: the master, local[N], spark://HOST:PORT, yarn, k8s://... (default local[*]); under spark-submit the running session is used",
+    )
+    parser.add_argument("--spark-partitions", type=int, metavar="N", help="with --engine spark: partitions of the keyed data, 1 to 100000 (default: the cluster's cores)")
+    parser.add_argument(
+        "--spark-dir",
+        metavar="DIR",
+        help="with --engine spark: a directory every executor can reach (HDFS, a shared mount) for checkpoints and tables; a run writes a "
+        "new subdirectory there and leaves it (default: a temporary directory on this machine, removed afterwards)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--max-states", type=int, help="stop after this many distinct states, at least 1")
     check.add_argument("--out", default="out", help="directory for counterexamples: JSON Lines and SVG diagrams (default ./out)")
     check.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    add_engine_options(check, "the search")
     check.set_defaults(run=command("check"))
     sim = commands.add_parser("simulate", help="seeded random cluster runs checking every safety property", description="Random walks of a cluster, every safety property checked after every step. Exit 1 on a violation.")
     sim.add_argument("--voters", type=int, default=3, help="number of voters, 1 to 16 (default 3)")
@@ -266,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"kraftcheck: invalid configuration: {error}", file=sys.stderr)
         return 2
-    except (TraceError, AdapterOptionError, OutputError) as error:
+    except (TraceError, AdapterOptionError, OutputError, SparkUnavailable) as error:
         print(f"kraftcheck: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -21,7 +21,7 @@ ORDER = (
     ("model",),
     ("spec.trace",),
     ("adapters",),
-    ("conformance.text", "conformance.outputs"),
+    ("conformance.text", "conformance.outputs", "conformance.spark"),
     ("conformance.diagrams",),
     ("conformance.explore", "conformance.coverage"),
     ("conformance.corpus",),

@@ -12,6 +12,7 @@ from conformance.explore.configs import CheckConfig, IsrCheckConfig, check_bound
 from conformance.explore.engine import Progress
 from conformance.explore.isr_system import IsrSystem, steps_table
 from conformance.outputs import check_directory
+from conformance.spark.session import spark_options
 
 # Each worker is a process holding its shard of the states; beyond the cores more only cost memory.
 MAX_WORKERS = 64
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         check_bound("--max-states", args.max_states, 1)
     out = Path(args.out)
     check_directory(out, lambda name: True, "counterexamples")  # before the search, not after it
+    spark = spark_options(args)
     live = sys.stderr.isatty() and not args.json
 
     def progress(p: Progress) -> None:
@@ -59,11 +61,16 @@ def run(args: argparse.Namespace) -> int:
         line = f"\r  distinct {p.distinct:,}  {rate:,.0f} states/s  depth {p.depth}  queue {p.queue:,}  {p.seconds:.0f}s"
         print(line, end="", file=sys.stderr, flush=True)
 
-    system, result, workers = check(config, keep_going=args.keep_going, max_states=args.max_states, workers=workers, progress=progress if live else None)
-    if live:
+    def level_done(p: Progress) -> None:
+        """On Spark, a line per level: a level takes seconds, and a log of them tells where time went."""
+        print(f"  level {p.depth}: {p.distinct:,} states, frontier {p.queue:,}, {p.generated:,} generated, {p.seconds:.1f}s", file=sys.stderr, flush=True)
+
+    shown = level_done if spark else (progress if live else None)
+    system, result, workers = check(config, keep_going=args.keep_going, max_states=args.max_states, workers=workers, progress=shown, spark=spark)
+    if live and not spark:
         print(file=sys.stderr)
     isr = isinstance(system, IsrSystem)
-    data = summary(name, config, system, result, workers=workers)
+    data = summary(name, config, system, result, workers=workers, engine=args.engine)
     if not args.json:
         print(summary_table(data))  # first: whatever happens to the files, the verdicts are shown
     files, diagrams, replica_files = [], [], []

@@ -16,6 +16,8 @@ from conformance.explore.engine import Counterexample, Progress, Result, SearchI
 from conformance.explore.isr_system import IsrSystem, action_text
 from conformance.explore.kraft_system import KraftSystem
 from conformance.explore.sharded import explore_sharded
+from conformance.explore.spark_engine import explore_spark
+from conformance.spark.session import SparkOptions, spark_session
 from model.cluster import Cluster
 from spec.trace import write_bytes_atomically
 
@@ -36,7 +38,7 @@ def system_for(config: CheckConfig | IsrCheckConfig) -> KraftSystem | IsrSystem:
 VACUOUS = "no action leads out of the initial state"
 
 
-def summary(name: str, config: CheckConfig | IsrCheckConfig, system: KraftSystem | IsrSystem, result: Result, workers: int) -> dict:
+def summary(name: str, config: CheckConfig | IsrCheckConfig, system: KraftSystem | IsrSystem, result: Result, workers: int, engine: str = "in-process") -> dict:
     """The run as one JSON-ready object (the keys `--json` promises).
 
     A complete search that never left its initial states says nothing about any run, so its
@@ -57,6 +59,7 @@ def summary(name: str, config: CheckConfig | IsrCheckConfig, system: KraftSystem
         "generated_states": result.generated,
         "depth": result.depth,
         "wall_s": round(result.seconds, 3),
+        "engine": engine,
         "workers": workers,
         "distinct_per_s": round(result.distinct / result.seconds) if result.seconds else 0,
         "distinct_per_s_per_core": round(result.distinct / result.seconds / workers) if result.seconds else 0,
@@ -76,7 +79,8 @@ def summary_table(data: dict) -> str:
         ("generated states", f"{data['generated_states']:,}"),
         ("depth", data["depth"]),
         ("wall seconds", f"{data['wall_s']:.1f}"),
-        ("workers", data["workers"]),
+        ("engine", data["engine"]),
+        ("workers" if data["engine"] == "in-process" else "cores", data["workers"]),
         ("distinct states/s", f"{data['distinct_per_s']:,}"),
         ("symmetry reduction", "on" if data["symmetry"] else "off"),
     ]
@@ -139,19 +143,32 @@ def save_counterexample_diagram(directory: Path, name: str, violation: Violation
 
 
 def check(
-    config: CheckConfig | IsrCheckConfig, *, keep_going: bool, max_states: int | None, workers: int, progress: Callable[[Progress], None] | None
+    config: CheckConfig | IsrCheckConfig,
+    *,
+    keep_going: bool,
+    max_states: int | None,
+    workers: int,
+    progress: Callable[[Progress], None] | None,
+    spark: SparkOptions | None = None,
 ) -> tuple[KraftSystem | IsrSystem, Result, int]:
-    """Explore a configuration: its system, the result and the worker count actually used.
+    """Explore a configuration: its system, the result and the worker count actually used (on
+    Spark: the cluster's cores).
 
-    ISR configurations run on the in-process engine (their state spaces are small) and may ask
-    to keep going, so that every property gets its shortest counterexample. An interrupt (Ctrl-C,
-    SIGTERM) ends the search with an interrupted result, the states explored so far.
+    ISR configurations run on the in-process engine (their state spaces are small) unless Spark
+    is asked for, and may ask to keep going, so that every property gets its shortest
+    counterexample. An interrupt (Ctrl-C, SIGTERM) ends the search with an interrupted result,
+    the states explored so far.
     """
     system = system_for(config)
     if isinstance(system, IsrSystem):
         keep_going, workers = keep_going or config.keep_going, 1
     try:
-        if workers > 1:
+        if spark is not None:
+            with spark_session(spark) as run:
+                workers = run.session.sparkContext.defaultParallelism
+                make = functools.partial(system_for, config)
+                result = explore_spark(run.session, make, run.work, partitions=run.partitions, keep_going=keep_going, max_states=max_states, progress=progress, local=system)
+        elif workers > 1:
             result = explore_sharded(functools.partial(system_for, config), workers, keep_going=keep_going, max_states=max_states, progress=progress, local=system)
         else:
             result = explore(system, keep_going=keep_going, max_states=max_states, progress=progress)

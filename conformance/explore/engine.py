@@ -36,6 +36,18 @@ class System(Protocol):
 
     def violations(self, state) -> tuple[Violation, ...]: ...
 
+    def pack(self, state) -> bytes:
+        """The state as bytes for another process (the Spark engine), given its parts."""
+
+    def parts(self, states: Iterable) -> list[tuple[int, int, bytes]]:
+        """(fingerprint, kind, encoding) of the shared parts packed states refer to, once each (none if self-contained)."""
+
+    def learn(self, fp: int, kind: int, encoded: bytes) -> None:
+        """Take in a part another process sent."""
+
+    def unpack(self, packed: bytes):
+        """A packed state, as this process's successors() takes it; its parts learned first."""
+
     def property_ids(self) -> tuple[str, ...]: ...
 
 

@@ -5,7 +5,7 @@ The state spaces of the named ISR configurations are small, so there is no inter
 symmetry reduction, and they run on the in-process engine.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import msgspec
 
@@ -19,6 +19,9 @@ from model.isr.config import IsrBounds, PartitionConfig
 from model.isr.state import PartitionState, ReplicaState, Role, log_text
 from model.messages import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest
 from spec import errors
+
+_encode = msgspec.msgpack.Encoder(order="deterministic").encode
+_decode = msgspec.msgpack.Decoder(PartitionState).decode
 
 
 class IsrSystem:
@@ -41,6 +44,18 @@ class IsrSystem:
 
     def fingerprint(self, state: PartitionState) -> int:
         return stable_fingerprint(state)
+
+    def pack(self, state: PartitionState) -> bytes:
+        return _encode(state)
+
+    def parts(self, states: Iterable[PartitionState]) -> list:
+        return []  # a packed state is self-contained
+
+    def learn(self, fp: int, kind: int, encoded: bytes) -> None:
+        raise AssertionError("an ISR state has no parts to learn")
+
+    def unpack(self, packed: bytes) -> PartitionState:
+        return _decode(packed)
 
     def violations(self, state: PartitionState) -> tuple[Violation, ...]:
         return tuple(Violation(v.rule, v.detail) for v in properties.violations(self.partition, state))

@@ -9,7 +9,8 @@ are model.cluster's and model.node's: this module only chooses how states are st
 
 import hashlib
 import itertools
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterable, Iterator
 
 import msgspec
 
@@ -25,6 +26,7 @@ from model.cluster import (
     CrashNode,
     Deliver,
     Drop,
+    History,
     counted,
     event_of,
     node_actions,
@@ -33,6 +35,7 @@ from model.cluster import (
 )
 from model.config import ClusterConfig, ConfigError
 from model.messages import BeginQuorumEpochResponse, FetchResponse
+from model.network import Envelope
 from model.state import NodeState
 
 _encode = msgspec.msgpack.Encoder(order="deterministic").encode
@@ -51,11 +54,13 @@ def stable_fingerprint(value: object) -> int:
 class Interned:
     """Values stored once, addressed by a small int, with their stable fingerprints."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: type) -> None:
+        self.kind = kind
         self.values: list = []
         self.ids: dict = {}
         self.fps: list[int] = []
         self.by_fp: dict[int, int] = {}
+        self.encodings: dict[int, bytes] = {}
 
     def id(self, value: object) -> int:
         found = self.ids.get(value)
@@ -66,6 +71,18 @@ class Interned:
             self.fps.append(fp)
             self.by_fp[fp] = found
         return found
+
+    def encoded(self, value_id: int) -> bytes:
+        """The value's encoding, made once."""
+        found = self.encodings.get(value_id)
+        if found is None:
+            found = self.encodings[value_id] = _encode(self.values[value_id])
+        return found
+
+    def learn(self, fp: int, encoded: bytes) -> None:
+        """Take in a value another process fingerprinted as `fp`, decoding it only the first time."""
+        if fp not in self.by_fp:
+            self.id(msgspec.msgpack.decode(encoded, type=self.kind))
 
 
 def request_epoch(request: object) -> int:
@@ -113,9 +130,9 @@ class KraftSystem:
         if max_in_flight < voters - 1:  # a candidate sends a Vote request to every other voter at once
             raise ConfigError(f"max_in_flight must be at least {voters - 1} for {voters} voters, so that an election fits, got {max_in_flight}")
         self.dead_fields = dead_fields(faults)
-        self.nodes = Interned()
-        self.messages = Interned()
-        self.histories = Interned()
+        self.nodes = Interned(NodeState)
+        self.messages = Interned(Envelope)
+        self.histories = Interned(History)
         self._steps: dict = {}
         self._records: dict = {}
         self._node_actions: dict = {}
@@ -222,6 +239,41 @@ class KraftSystem:
         node_fps, history_fp, message_fps = exported  # messages already in fingerprint order
         messages = self.messages.by_fp
         return tuple(self.nodes.by_fp[fp] for fp in node_fps) + (self.histories.by_fp[history_fp],) + tuple(messages[fp] for fp in message_fps)
+
+    def pack(self, state: tuple[int, ...]) -> bytes:
+        """The state as its parts' stable fingerprints (8 bytes each), meaningful in every process
+        that has been given the parts (see parts() and learn())."""
+        size = self.size
+        node_fps, message_fps = self.nodes.fps, self.messages.fps
+        fps = [node_fps[n] for n in state[:size]]
+        fps.append(self.histories.fps[state[size]])
+        fps += [message_fps[m] for m in state[size + 1 :]]
+        return array("q", fps).tobytes()
+
+    def parts(self, states: Iterable[tuple[int, ...]]) -> list[tuple[int, int, bytes]]:
+        """(fingerprint, kind, encoding) of every part of some states, once each: what another
+        process needs to unpack them."""
+        size = self.size
+        node_ids, history_ids, message_ids = set(), set(), set()
+        for state in states:
+            node_ids.update(state[:size])
+            history_ids.add(state[size])
+            message_ids.update(state[size + 1 :])
+        return [
+            (interned.fps[value_id], kind, interned.encoded(value_id))
+            for kind, interned, ids in ((0, self.nodes, node_ids), (1, self.histories, history_ids), (2, self.messages, message_ids))
+            for value_id in ids
+        ]
+
+    def learn(self, fp: int, kind: int, encoded: bytes) -> None:
+        (self.nodes, self.histories, self.messages)[kind].learn(fp, encoded)
+
+    def unpack(self, packed: bytes) -> tuple[int, ...]:
+        """A packed state in this process's ids; its parts must have been learned. pack(unpack(p)) == p."""
+        fps = array("q", packed)
+        size = self.size
+        nodes, messages = self.nodes.by_fp, self.messages.by_fp
+        return tuple(nodes[f] for f in fps[:size]) + (self.histories.by_fp[fps[size]],) + tuple(messages[f] for f in fps[size + 1 :])
 
     def action(self, key: tuple) -> Action:
         """The model.cluster action an explorer action key stands for."""

@@ -1,0 +1,108 @@
+"""The Spark engine (`check --engine spark`) gives the in-process engine's counts, verdicts and
+counterexample files: on local[2] for any number of partitions, and on a standalone cluster of
+two workers, one of them killed in the middle of the search.
+
+Spark needs Java; without it these tests skip and say so.
+"""
+
+import functools
+import json
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from conformance import cli
+from conformance.explore.check import system_for
+from conformance.explore.configs import resolve
+from conformance.explore.engine import explore
+from conformance.explore.spark_engine import explore_spark
+from conformance.spark.session import SparkOptions, spark_session
+from conformance.spark.standalone import StandaloneCluster
+
+pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH: Spark cannot start (scripts/bootstrap installs it)")
+
+SMOKE = (873, 1_792, 21)  # distinct, generated, depth: the in-process engine's, pinned in tests/test_check_configs.py
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local[2] session for the module; kraftcheck's own commands run in it (as under spark-submit)."""
+    with spark_session(SparkOptions("local[2]")) as run:
+        yield run
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 8])
+def test_counts_equal_the_in_process_engine_for_any_partitioning(spark, partitions):
+    config = resolve("smoke", {})
+    expected = explore(system_for(config))
+    result = explore_spark(spark.session, functools.partial(system_for, config), spark.work, partitions=partitions)
+    assert (result.distinct, result.generated, result.depth, result.complete) == (expected.distinct, expected.generated, expected.depth, True)
+    assert (result.distinct, result.generated, result.depth) == SMOKE
+
+
+def test_a_bounded_search_stops_where_the_in_process_one_does(spark):
+    config = resolve("faults", {})
+    expected = explore(system_for(config), max_states=5_000)
+    result = explore_spark(spark.session, functools.partial(system_for, config), spark.work, partitions=2, max_states=5_000)
+    assert (result.distinct, result.generated, result.depth, result.complete) == (expected.distinct, expected.generated, expected.depth, False)
+
+
+def run_check(tmp_path, name, *options):
+    out = tmp_path / name
+    code = cli.main(["check", *options, "--out", str(out), "--json"])
+    return code, out
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ("--config", "isr-hw"),  # three ISR properties, each with its counterexample, replica traces beside them
+        ("--config", "faults", "--profile", "faulty-forget-vote"),  # a KRaft counterexample under symmetry
+    ],
+)
+def test_counterexample_files_are_byte_identical_across_engines(spark, tmp_path, capsys, options):
+    code, in_process = run_check(tmp_path, "in-process", *options)
+    expected = json.loads(capsys.readouterr().out)
+    spark_code, on_spark = run_check(tmp_path, "spark", *options, "--engine", "spark", "--spark-partitions", "3")
+    summary = json.loads(capsys.readouterr().out)
+    assert code == spark_code == 1
+    assert summary["engine"] == "spark"
+    for key in ("distinct_states", "generated_states", "depth", "properties", "violations"):
+        assert summary[key] == expected[key], key
+    files = sorted(p.relative_to(in_process) for p in in_process.rglob("*") if p.is_file())
+    assert files and files == sorted(p.relative_to(on_spark) for p in on_spark.rglob("*") if p.is_file())
+    for name in files:
+        assert (on_spark / name).read_bytes() == (in_process / name).read_bytes(), name
+
+
+def test_spark_options_need_the_spark_engine(capsys):
+    assert cli.main(["check", "--config", "smoke", "--spark-partitions", "4"]) == 2
+    assert "--spark-partitions needs --engine spark" in capsys.readouterr().err
+    assert cli.main(["check", "--config", "smoke", "--engine", "spark", "--spark-partitions", "0"]) == 2
+    assert "between 1 and 100000" in capsys.readouterr().err
+
+
+def test_standalone_cluster_losing_a_worker_mid_search_changes_no_result(tmp_path):
+    """Two workers on loopback; worker 1 (and its executor) is killed while level 6 runs. Its
+    cached levels and shuffle outputs are recomputed from the checkpoints, and the counts stay."""
+    with StandaloneCluster(tmp_path / "cluster", workers=2, cores=1, memory="1g") as cluster:
+        command = [sys.executable, "-m", "conformance.cli", "check", "--config", "smoke", "--engine", "spark", "--spark-master", cluster.url, "--json", "--out", str(tmp_path / "out")]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            levels = []
+            for line in process.stderr:
+                if line.strip().startswith("level "):
+                    levels.append(line)
+                if line.strip().startswith("level 5:"):
+                    threading.Timer(0.3, cluster.kill_worker, (1,)).start()  # within level 6's jobs
+            out, _ = process.communicate(timeout=300)
+        finally:
+            process.kill()
+        assert process.returncode == 0, levels
+        summary = json.loads(out)
+        assert (summary["distinct_states"], summary["generated_states"], summary["depth"]) == SMOKE
+        assert summary["engine"] == "spark" and summary["workers"] == 2
+        assert "Telling app of lost executor" in (tmp_path / "cluster" / "master.log").read_text()
