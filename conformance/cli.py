@@ -47,7 +47,7 @@ def add_engine_options(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="URL",
         help="with --engine spark: the master, local[N], spark://HOST:PORT, yarn, k8s://... (default local[*]); under spark-submit the running session is used",
     )
-    parser.add_argument("--spark-partitions", type=int, metavar="N", help="with --engine spark: partitions of the keyed data, 1 to 100000 (default: the cluster's cores)")
+    parser.add_argument("--spark-partitions", type=int, metavar="N", help="with --engine spark: partitions of the keyed data, 1 to 100000 (default: two per core of the cluster)")
     parser.add_argument(
         "--spark-dir",
         metavar="DIR",
@@ -110,7 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_engine_options(check, "the search")
     check.set_defaults(run=command("check"))
-    sim = commands.add_parser("simulate", help="seeded random cluster runs checking every safety property", description="Random walks of a cluster, every safety property checked after every step. Exit 1 on a violation.")
+    sim = commands.add_parser(
+        "simulate",
+        help="seeded random cluster runs checking every safety property",
+        description="Random walks of a cluster, every safety property checked after every step. Stops at the first violating seed, "
+        "unless --keep-going or --engine spark: then every seed runs (on Spark, spread over the executors) and each violated property "
+        "is reported with its shortest run. Exit 1 on a violation.",
+    )
     sim.add_argument("--voters", type=int, default=3, help="number of voters, 1 to 16 (default 3)")
     sim.add_argument("--observers", type=int, default=1, help="number of observers, 0 to 16 (default 1)")
     sim.add_argument("--profile", default="kip595", help=f"model profile ({profiles_help})")
@@ -123,7 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--duplication", action="store_true", help="allow duplicated deliveries")
     sim.add_argument("--resign", action="store_true", help="allow leaders to resign (EndQuorumEpoch)")
     sim.add_argument("--show", type=int, default=25, help="steps of a counterexample to show, at least 1 (default 25)")
+    sim.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="run every seed and report each violated property with its shortest run (the fewest steps), as --engine spark always does",
+    )
     sim.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    add_engine_options(sim, "the runs")
     sim.set_defaults(run=command("simulate"))
 
     trace_commands = commands.add_parser("traces", help="generate, show and describe conformance traces", description="Conformance traces: node-level inputs with the outputs the specification expects.")
@@ -218,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
         "bytes (paths are written as given: run from the same directory with relative paths)",
     )
     cert.add_argument("--json", action="store_true", help="print a summary object instead of tables")
+    add_engine_options(cert, "the replay")
     cert.set_defaults(run=command("certify"))
 
     choose = commands.add_parser(

@@ -226,6 +226,11 @@ def read(path: Path) -> Trace:
         data = path.read_bytes()
     except OSError as error:
         raise TraceError(f"{path}: cannot read: {error.strerror}") from None
+    return parse(path, data)
+
+
+def parse(path: Path, data: bytes) -> Trace:
+    """Validate a trace file's bytes read elsewhere (`path` names it in errors and picks the format)."""
     return _untrusted(path, lambda: _decode(path, data))
 
 

@@ -6,6 +6,7 @@ import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+import pytest
 from matplotlib import image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,3 +53,16 @@ def test_the_replay_benchmark_replays_the_whole_corpus_in_process_and_a_sample_t
     sample = len(sorted((ROOT / "traces" / "kafka-3.9").glob("*.jsonl"))[::100])
     assert [(row[-6], row[-5]) for row in kafka] == [("1", str(sample)), ("2", str(sample))]  # jobs, traces
     assert all(int(row[-4]) > 0 and float(row[-2].replace(",", "")) > 0 for row in kafka)  # steps, steps/s
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH: Spark cannot start (scripts/bootstrap installs it)")
+def test_the_spark_benchmark_compares_the_engines_on_pinned_cores(tmp_path):
+    command = [sys.executable, str(ROOT / "benchmarks" / "spark_scaling.py"), "--config", "smoke", "--runs", "in-process,local[1]", "--out", str(tmp_path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split("  ")[0]: line.split() for line in result.stdout.splitlines()[2:4]}
+    assert rows["in-process"][1:5] == ["1", "873", "1,792", "21"]  # cores, distinct, generated, depth
+    assert rows["Spark local[1]"][2:6] == ["1", "873", "1,792", "21"]
+    assert "identical counts across runs: yes" in result.stdout
+    assert "Spark per core / in-process: " in result.stdout
+    assert (tmp_path / "spark-smoke.txt").read_text() == result.stdout

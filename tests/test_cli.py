@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from conformance.cli import main
+from conformance.cli import build_parser, main
 
 RULE_ROW = re.compile(r"^([A-Z][A-Z0-9]*(?:-[A-Z][A-Z0-9]*)*-[0-9]+[A-Z]?)\s")
 
@@ -71,8 +71,8 @@ def test_simulate_json_prints_one_summary_object(capsys):
     out, _ = capsys.readouterr()
     assert len(out.strip().splitlines()) == 1
     summary = json.loads(out)
-    assert set(summary) == {"profile", "voters", "observers", "runs", "steps", "violations"}
-    assert (summary["profile"], summary["voters"], summary["observers"], summary["runs"]) == ("kip595", 3, 1, 5)
+    assert set(summary) == {"profile", "voters", "observers", "engine", "runs", "steps", "violations"}
+    assert (summary["profile"], summary["voters"], summary["observers"], summary["engine"], summary["runs"]) == ("kip595", 3, 1, "in-process", 5)
     assert 0 < summary["steps"] <= 5 * 400
     assert summary["violations"] == []
 
@@ -87,6 +87,29 @@ def test_simulate_json_with_a_violation(capsys):
     assert len(seeds) == 1 and summary["runs"] == seeds.pop() + 1  # it stops at the first violating seed
     assert {v["rule"] for v in summary["violations"]} <= {"SAFE-6", "SAFE-9"}
     assert all(set(v) == {"rule", "detail", "seed", "step"} for v in summary["violations"])
+
+
+def test_simulate_keep_going_runs_every_seed_and_keeps_each_propertys_shortest_run(capsys):
+    """Seeds 300-399 of the literal reading: every seed runs; per property, the violating run with
+    the fewest steps (checked here against each seed's own run)."""
+    from conformance.commands.simulate import cluster_config
+    from conformance.explore.simulate import run
+    from model.cluster import Bounds, Cluster
+
+    argv = ["simulate", "--json", "--profile", "kip595-literal-diverging", "--seed", "300", "--runs", "100", "--duplication", "--resign"]
+    assert main([*argv, "--keep-going"]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["runs"] == 100
+    cluster = Cluster(cluster_config(build_parser().parse_args(argv)), Bounds(client_values=3, max_crashes=2, loss=True, duplication=True, resign=True))
+    results = [run(cluster, seed, 400) for seed in range(300, 400)]
+    assert summary["steps"] == sum(r.steps for r in results)
+    expected = {}
+    for r in results:
+        for v in r.violations:
+            if v.rule not in expected or (r.steps, r.seed) < expected[v.rule][:2]:
+                expected[v.rule] = (r.steps, r.seed, v.detail)
+    assert expected, "no seed in 300-399 violates a property: choose another range"
+    assert {v["rule"]: (v["step"], v["seed"], v["detail"]) for v in summary["violations"]} == expected
 
 
 def test_simulate_literal_diverging_epoch_shows_the_violation_and_its_steps(capsys):

@@ -106,3 +106,33 @@ def test_standalone_cluster_losing_a_worker_mid_search_changes_no_result(tmp_pat
         assert (summary["distinct_states"], summary["generated_states"], summary["depth"]) == SMOKE
         assert summary["engine"] == "spark" and summary["workers"] == 2
         assert "Telling app of lost executor" in (tmp_path / "cluster" / "master.log").read_text()
+
+
+def test_swarm_simulation_on_spark_reports_what_the_in_process_swarm_does(spark, capsys):
+    """Every seed runs on the executors; per violated property, the same shortest run and seed."""
+    argv = ["simulate", "--json", "--profile", "kip595-literal-diverging", "--seed", "300", "--runs", "100", "--duplication", "--resign"]
+    assert cli.main([*argv, "--keep-going"]) == 1
+    expected = json.loads(capsys.readouterr().out)
+    assert cli.main([*argv, "--engine", "spark", "--spark-partitions", "3"]) == 1
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary.pop("engine") == "spark" and expected.pop("engine") == "in-process"
+    assert summary == expected and summary["violations"]
+    assert "runs 100/100" in captured.err  # a progress line per wave
+
+
+@pytest.mark.parametrize("adapter", ["reference", "mutant:vote-grant-twice", "mutant:fetch-no-diverging-epoch"])
+def test_certification_on_spark_writes_the_in_process_report_files(spark, tmp_path, capsys, adapter):
+    """The corpus as tables, replayed on the executors, totals by Spark SQL: the same report bytes
+    (written to the same place, which the reports name)."""
+    out = tmp_path / "report"
+    code = cli.main(["certify", "--adapter", adapter, "--reproducible", "--json", "--out", str(out)])
+    out.rename(tmp_path / "in-process")
+    on_spark = cli.main(["certify", "--adapter", adapter, "--reproducible", "--json", "--out", str(out), "--engine", "spark", "--spark-partitions", "3"])
+    out.rename(tmp_path / "spark")
+    capsys.readouterr()
+    assert code == on_spark == (0 if adapter == "reference" else 1)
+    files = sorted(p.relative_to(tmp_path / "in-process") for p in (tmp_path / "in-process").rglob("*") if p.is_file())
+    assert len(files) >= 4 and files == sorted(p.relative_to(tmp_path / "spark") for p in (tmp_path / "spark").rglob("*") if p.is_file())
+    for name in files:
+        assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "in-process" / name).read_bytes(), name

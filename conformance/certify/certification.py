@@ -5,7 +5,6 @@ under the output directory, with a shortened reproducing trace for every diverge
 """
 
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,14 +12,16 @@ import msgspec
 
 from adapters.contract import Adapter
 from conformance.certify.parallel import replay_all
-from conformance.certify.replay import of_systems, trace_files
+from conformance.certify.replay import TraceResult, of_systems, trace_files
+from conformance.certify.spark_replay import collected, coverage_sql, replay_on_spark, totals_sql, write_corpus_tables
 from conformance.certify.reports.publish import REPORT_FILES, check_report_directory, divergence_path, write_reports
 from conformance.certify.shorten import DEFAULT_BUDGET, shorten
-from conformance.certify.replay import DEPARTS, ERROR, NOT_APPLICABLE
-from conformance.certify.verdicts import Certification, coverage_matrix, readings, verdicts
+from conformance.certify.replay import DEPARTS, ERROR
+from conformance.certify.verdicts import Certification, coverage_matrix, totals
 from conformance.corpus.manifest import generated_profiles
 from conformance.text import readable
 from conformance.outputs import OutputError
+from conformance.spark.session import SparkRun
 from spec import trace as traces
 from spec.trace import Trace
 
@@ -39,6 +40,7 @@ def certify(
     shorten_budget: int = DEFAULT_BUDGET,
     jobs: int = 1,
     timings: bool = True,
+    spark: SparkRun | None = None,
 ) -> Certification:
     """Replay every trace of the corpus (of the given systems only, if any), shorten each
     divergence within the budget of candidate replays, publish the reports.
@@ -48,7 +50,9 @@ def certify(
     `jobs` processes replay traces at once (conformance/certify/parallel.py; `make_adapter` then
     comes from adapter_factory); the results, and so the reports, are in corpus order whatever
     `jobs` is. Without `timings`, the reports carry no wall times, so the same corpus and
-    implementation give the same bytes.
+    implementation give the same bytes. With `spark`, the corpus becomes tables, the traces are
+    replayed on its executors and the totals drawn with Spark SQL (conformance/certify/spark_replay.py):
+    the same reports.
     """
     start = time.perf_counter()
     check_report_directory(out)
@@ -57,15 +61,17 @@ def certify(
     files = of_systems(trace_files(corpus, verify), systems)
     if not files:
         raise traces.TraceError(f"{corpus}: no traces of the system(s) {', '.join(systems or ())}")
-    results = []
-    failed = 0
-    implementation = ""
-    for number, (result, said) in enumerate(replay_all(make_adapter, files, verify, jobs), start=1):
-        results.append(result)
-        implementation = said or implementation
-        failed += result.verdict in (DEPARTS, ERROR)
+    if spark is None:
+        results, implementation = replayed_here(make_adapter, files, verify, jobs, progress)
+    else:
+        origin = getattr(make_adapter, "origin", None)
+        if origin is None:
+            raise TypeError("certifying on Spark needs an adapter factory from adapters.registry.adapter_factory")
+        tables = write_corpus_tables(spark.session, files, verify, spark.work)
+        frame = replay_on_spark(spark.session, origin, tables, spark.partitions)
+        results, implementation = collected(frame)
         if progress:
-            progress("traces", number, len(files), failed)
+            progress("traces", len(results), len(results), sum(r.verdict in (DEPARTS, ERROR) for r in results))
     read = []
     shortened: dict[str, str] = {}  # divergent trace -> where its shortened reproduction is published
     reproductions: dict[str, Trace] = {}  # published path -> the shortened trace
@@ -83,35 +89,42 @@ def certify(
             shorten_budget -= tried
             if progress:
                 progress("shortening", len(reproductions), divergent, shorten_budget)
-    rules = verdicts(results)
+    if spark is None:
+        concluded, coverage = totals(results), coverage_matrix(read)
+    else:
+        concluded, coverage = totals_sql(spark.session, frame), coverage_sql(spark.session, tables)
     if not timings:
         results = [msgspec.structs.replace(result, seconds=None) for result in results]
-    counted = Counter(r.verdict for r in results)
     report = Certification(
         adapter=adapter_name,
         implementation=readable(implementation),
         corpus=str(corpus),
         profile=generated_under(corpus, read),
-        traces=len(results),
-        passed=sum(r.passed for r in results),
-        failed=failed,
-        departed=counted[DEPARTS],
-        errors=counted[ERROR],
-        not_applicable=counted[NOT_APPLICABLE],
-        steps=sum(r.steps for r in results),
-        steps_run=sum(r.steps_run for r in results),
-        steps_skipped=sum(r.steps_skipped for r in results),
+        **msgspec.structs.asdict(concluded),
         seconds=round(time.perf_counter() - start, 3) if timings else None,
-        lacks=tuple(sorted({c for r in results for c in r.lacks})),
-        readings=readings(results),
-        rules_failed=tuple(v.rule for v in rules if v.verdict == "departs"),
-        rules=rules,
+        rules_failed=concluded.rules_failed,
         results=tuple(results),
         shortened=shortened,
-        coverage=coverage_matrix(read),
+        coverage=coverage,
     )
     write_reports(out, report, reproductions)
     return report
+
+
+def replayed_here(
+    make_adapter: Callable[[], Adapter], files: list[Path], verify: bool, jobs: int, progress: Callable[[str, int, int, int], None] | None
+) -> tuple[list[TraceResult], str]:
+    """Every trace's result in corpus order, replayed by `jobs` processes here, and what the implementation said it is."""
+    results = []
+    failed = 0
+    implementation = ""
+    for number, (result, said) in enumerate(replay_all(make_adapter, files, verify, jobs), start=1):
+        results.append(result)
+        implementation = said or implementation
+        failed += result.verdict in (DEPARTS, ERROR)
+        if progress:
+            progress("traces", number, len(files), failed)
+    return results, implementation
 
 
 def generated_under(corpus: Path, built: list[Trace]) -> str:

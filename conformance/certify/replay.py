@@ -372,17 +372,31 @@ def of_systems(files: list[Path], systems: tuple[str, ...] | None) -> list[Path]
 
 
 def replay_file(make_adapter: Callable[[], Adapter], path: Path, verify: bool = True) -> TraceResult:
-    """Read and replay one file; an unreadable trace, or (unless `verify` is off) one changed since
-    its corpus was generated, fails with its error (the corpus is blamed, not the adapter); the
-    run goes on."""
+    """Read and replay one file (see replay_data)."""
     try:
-        trace = traces.read(path)
-        if verify and changed_since_generated(path, path.read_bytes()):
+        data = path.read_bytes()
+    except OSError as error:
+        return invalid(path, traces.TraceError(f"{path}: cannot read: {error.strerror}"))
+    return replay_data(make_adapter, path, data, changed=verify and changed_since_generated(path, data))
+
+
+def replay_data(make_adapter: Callable[[], Adapter], path: Path, data: bytes, changed: bool) -> TraceResult:
+    """Replay a trace file's bytes; an unreadable trace, or one `changed` since its corpus was
+    generated (its hash differs from the manifest's), fails with its error (the corpus is blamed,
+    not the adapter); the run goes on."""
+    try:
+        trace = traces.parse(path, data)
+        if changed:
             raise traces.TraceError(f"{path}: changed since the corpus was generated (its hash differs from the manifest's)")
         check_follows_model(trace)
-    except (traces.TraceError, OSError) as error:
-        return TraceResult(trace=str(path), name=path.stem, node=-1, steps=0, steps_run=0, verdict=ERROR, passed=False, failure=readable(f"invalid trace: {error}"))
+    except traces.TraceError as error:
+        return invalid(path, error)
     return replay(make_adapter(), trace, str(path))
+
+
+def invalid(path: Path, error: Exception) -> TraceResult:
+    return TraceResult(trace=str(path), name=path.stem, node=-1, steps=0, steps_run=0, verdict=ERROR, passed=False, failure=readable(f"invalid trace: {error}"))
+
 
 def failure_text(result: TraceResult) -> str:
     """Why a trace did not conform, in one line."""

@@ -47,6 +47,46 @@ class Certification(msgspec.Struct, frozen=True, kw_only=True):
     coverage: dict[str, dict[str, int]]  # rule -> input kind -> steps of the corpus exercising it
 
 
+class Totals(msgspec.Struct, frozen=True, kw_only=True):
+    """What a run concludes from its results: the counts, and a verdict per rule."""
+
+    traces: int
+    passed: int
+    failed: int
+    departed: int
+    errors: int
+    not_applicable: int
+    steps: int
+    steps_run: int
+    steps_skipped: int
+    lacks: tuple[str, ...]
+    readings: dict[str, int]
+    rules: tuple[RuleVerdict, ...]
+
+    @property
+    def rules_failed(self) -> tuple[str, ...]:
+        return tuple(v.rule for v in self.rules if v.verdict == DEPARTS)
+
+
+def totals(results: list[TraceResult]) -> Totals:
+    """The totals of results held here (conformance.certify.spark_replay draws the same with Spark SQL)."""
+    counted = Counter(r.verdict for r in results)
+    return Totals(
+        traces=len(results),
+        passed=sum(r.passed for r in results),
+        failed=counted[DEPARTS] + counted[ERROR],
+        departed=counted[DEPARTS],
+        errors=counted[ERROR],
+        not_applicable=counted[NOT_APPLICABLE],
+        steps=sum(r.steps for r in results),
+        steps_run=sum(r.steps_run for r in results),
+        steps_skipped=sum(r.steps_skipped for r in results),
+        lacks=tuple(sorted({c for r in results for c in r.lacks})),
+        readings=readings(results),
+        rules=verdicts(results),
+    )
+
+
 def verdicts(results: list[TraceResult]) -> tuple[RuleVerdict, ...]:
     """Per rule: departs if a departing step is attributed to it, else error if an adapter failed
     on a step citing it, else conforms if a step citing it passed, else not applicable if only

@@ -1,6 +1,7 @@
 """`kraftcheck certify`: replay the corpus through an adapter and write the reports."""
 
 import argparse
+import contextlib
 import os
 import hashlib
 import json
@@ -13,6 +14,7 @@ from adapters.registry import adapter_factory
 from conformance.certify.certification import MAX_JOBS, certify, summary
 from conformance.certify.reports.terminal import print_progress, terminal_summary
 from conformance.corpus.generate import DEFAULT_PROFILE, shipped_corpora
+from conformance.spark.session import spark_options, spark_session
 from model.config import FAULTY_PROFILES, PROFILES, ConfigError
 
 
@@ -59,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     live = sys.stderr.isatty() and not args.json
     corpus = selected_corpus(args)
     systems = tuple(args.system) if args.system else None
-    with adapter_factory(args.adapter, step_timeout=args.step_timeout) as make_adapter:
+    spark = spark_options(args)
+    with adapter_factory(args.adapter, step_timeout=args.step_timeout) as make_adapter, spark_session(spark) if spark else contextlib.nullcontext() as on_spark:
         report = certify(
             args.adapter,
             make_adapter,
@@ -71,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
             shorten_budget=args.shorten_budget,
             jobs=jobs,
             timings=not args.reproducible,
+            spark=on_spark,
         )
     seconds = round(time.perf_counter() - started, 3)  # for the summary, where the reports leave it out
     if args.json:
