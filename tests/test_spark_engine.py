@@ -6,8 +6,10 @@ Spark needs Java; without it these tests skip and say so.
 """
 
 import functools
+import os
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -136,3 +138,26 @@ def test_certification_on_spark_writes_the_in_process_report_files(spark, tmp_pa
     assert len(files) >= 4 and files == sorted(p.relative_to(tmp_path / "spark") for p in (tmp_path / "spark").rglob("*") if p.is_file())
     for name in files:
         assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "in-process" / name).read_bytes(), name
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again when the block ends: nothing listens there
+
+
+@pytest.mark.parametrize(
+    "options, environment, message",
+    [
+        # Spark's client tries a master three times, 20 s apart, before it gives up.
+        (["--spark-master", f"spark://127.0.0.1:{closed_port()}"], {}, "kraftcheck: Spark could not run a job at spark://127.0.0.1:"),
+        (["--spark-master", "local[1]"], {"PYSPARK_PYTHON": sys.base_prefix + "/bin/python3"}, "kraftcheck: the executors' Python cannot run kraftcheck"),
+    ],
+    ids=["unreachable-master", "executors-without-kraftcheck"],
+)
+def test_spark_that_cannot_run_kraftcheck_is_a_clear_error(tmp_path, options, environment, message):
+    command = [sys.executable, "-m", "conformance.cli", "check", "--config", "smoke", "--engine", "spark", *options, "--out", str(tmp_path / "out")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, **environment})
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -14,6 +14,7 @@ import os
 import secrets
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -57,26 +58,82 @@ class SparkRun(NamedTuple):
 
 
 class SparkUnavailable(RuntimeError):
-    """Spark cannot start here (no Java, no pyspark, a master that does not answer); the message says why."""
+    """Spark cannot start here (no Java, no pyspark, a master that does not answer, executors
+    that cannot run kraftcheck) or a job failed; the message says why."""
 
 
-def _executor_python() -> str:
-    """What an executor's Python says about itself, or the error that stops it from running kraftcheck."""
+EXECUTOR_WAIT_SECONDS = 120.0  # how long the first job may wait for an executor (a cluster's start in seconds)
+
+
+def _log_tail(log: Path, lines: int = 3) -> str:
+    """The last errors and warnings of Spark's log (not its stack traces), one per line."""
+    if not log.exists():
+        return ""
+    found = [line for line in log.read_text(errors="replace").splitlines() if " ERROR " in line or " WARN " in line]
+    return "".join(f"\n  {line}" for line in found[-lines:])
+
+
+def _message(error: BaseException) -> str:
+    """A Spark or Py4J error in one line: the first line of what Java or the executor said."""
     try:
-        import model.cluster  # noqa: F401  (kraftcheck's model, with its libraries)
-    except Exception as error:  # reported on the driver, with what the executor lacks
-        return f"{sys.executable}: {type(error).__name__}: {error}"
-    return ""
+        java = getattr(error, "java_exception", None)  # a Py4JJavaError: Java's own message says more than Py4J's
+        text = java.toString() if java is not None else str(error)
+    except Exception:  # noqa: BLE001 - a Py4J error whose JVM is gone cannot describe itself
+        text = ""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first or type(error).__name__
 
 
-def _check_executors(context) -> None:
-    """Fail early and clearly when the executors' Python cannot import kraftcheck, rather than
-    with a remote traceback in the middle of a job."""
-    problems = sorted(set(context.parallelize(range(context.defaultParallelism), context.defaultParallelism).map(lambda _: _executor_python()).collect()) - {""})
+def _check_executors(context, master: str, log: Path) -> None:
+    """Fail early and clearly when no executor comes (a master that does not answer, a cluster
+    without free workers) or the executors' Python cannot import kraftcheck, rather than hang or
+    fail with a remote traceback in the middle of a job."""
+    answers: list = []
+
+    def probe(_: int) -> str:
+        """Run on an executor (shipped by value: it must not need kraftcheck to be unpickled there)."""
+        import sys
+
+        try:
+            import model.cluster  # noqa: F401  (kraftcheck's model, with its libraries)
+        except Exception as error:  # noqa: BLE001 - reported on the driver, with what the executor lacks
+            return f"{sys.executable}: {type(error).__name__}: {error}"
+        return ""
+
+    def ask() -> None:
+        try:
+            context.setJobGroup("kraftcheck-executors", "can the executors run kraftcheck?")
+            slices = context.defaultParallelism
+            answers.append(context.parallelize(range(slices), slices).map(probe).collect())
+        except Exception as error:  # noqa: BLE001 - reported below, on the caller's thread
+            answers.append(error)
+
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    asking.join(EXECUTOR_WAIT_SECONDS)
+    if not answers:
+        context.cancelJobGroup("kraftcheck-executors")
+        raise SparkUnavailable(f"no executor answered within {EXECUTOR_WAIT_SECONDS:.0f} s at {master}: is the master reachable, with free workers?" + _log_tail(log))
+    if isinstance(answers[0], Exception):
+        raise SparkUnavailable(f"Spark could not run a job at {master}: {_message(answers[0])}" + _log_tail(log))
+    problems = sorted(set(answers[0]) - {""})
     if problems:
         raise SparkUnavailable(
             "the executors' Python cannot run kraftcheck (install kraftcheck and its dependencies there, or set PYSPARK_PYTHON; see the README): " + "; ".join(problems)
         )
+
+
+@contextlib.contextmanager
+def _failures_explained(log: Path | None) -> Iterator[None]:
+    """A Spark job that fails (an executor's Python raising, Java refusing) ends the command with
+    a SparkUnavailable naming the cause and the end of Spark's log, not a Py4J traceback."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except (Py4JError, PySparkException) as error:
+        raise SparkUnavailable(f"a Spark job failed: {_message(error)}" + (_log_tail(log) if log else "")) from None
 
 
 @contextlib.contextmanager
@@ -101,7 +158,8 @@ def spark_session(options: SparkOptions, app: str = "kraftcheck") -> Iterator[Sp
         if active is not None:
             context = active.sparkContext
             context.setCheckpointDir(f"{shared}/checkpoints")
-            yield SparkRun(active, shared, partitions or PARTITIONS_PER_CORE * context.defaultParallelism)
+            with _failures_explained(None):
+                yield SparkRun(active, shared, partitions or PARTITIONS_PER_CORE * context.defaultParallelism)
             return
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # what executors run; pyspark reads it, not the configuration
@@ -124,13 +182,13 @@ def spark_session(options: SparkOptions, app: str = "kraftcheck") -> Iterator[Sp
                 gateway = launch_gateway(conf, popen_kwargs={"stdout": sink, "stderr": sink})
             context = SparkContext(conf=conf, gateway=gateway)
         except Exception as error:  # the JVM did not start, or the master did not answer
-            detail = log.read_text(errors="replace").strip().splitlines()[-5:] if log.exists() else []
-            raise SparkUnavailable(f"Spark did not start against {master}: {error}" + "".join(f"\n  {line}" for line in detail)) from None
+            raise SparkUnavailable(f"Spark did not start against {master}: {_message(error)}" + _log_tail(log)) from None
         try:
             context.setLogLevel("ERROR")
             context.setCheckpointDir(f"{shared}/checkpoints")
-            _check_executors(context)
-            yield SparkRun(SparkSession(context), shared, partitions or PARTITIONS_PER_CORE * context.defaultParallelism)
+            _check_executors(context, master, log)
+            with _failures_explained(log):
+                yield SparkRun(SparkSession(context), shared, partitions or PARTITIONS_PER_CORE * context.defaultParallelism)
         finally:
             context.stop()
             gateway.shutdown()
