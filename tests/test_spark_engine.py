@@ -6,13 +6,16 @@ Spark needs Java; without it these tests skip and say so.
 """
 
 import functools
-import os
 import json
+import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -161,3 +164,33 @@ def test_spark_that_cannot_run_kraftcheck_is_a_clear_error(tmp_path, options, en
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def spark_processes() -> set[str]:
+    """The pids of Spark's JVMs and Python worker daemons on this machine."""
+    return set(subprocess.run(["pgrep", "-f", "pyspark"], capture_output=True, text=True).stdout.split())
+
+
+def test_an_interrupted_search_on_spark_prints_what_it_explored_and_leaves_no_process(tmp_path):
+    before = spark_processes()  # this module's own session's
+    command = [sys.executable, "-m", "conformance.cli", "check", "--config", "faults", "--engine", "spark", "--spark-master", "local[2]", "--out", str(tmp_path / "out")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        for line in process.stderr:
+            seen.append(line)
+            if line.strip().startswith("level 5:"):
+                process.send_signal(signal.SIGINT)
+                break
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    err = "".join(seen) + err
+    assert process.returncode == 130, err
+    assert re.search(r"^exhaustive\s+no \(interrupted\)$", out, re.MULTILINE), out
+    assert "kraftcheck: interrupted; the summary covers the states explored so far" in err
+    assert "Traceback" not in err and "ERROR" not in err, err
+    deadline = time.monotonic() + 15  # a JVM takes a moment to see its end of the pipe
+    while spark_processes() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not spark_processes() - before

@@ -10,6 +10,7 @@ before any work.
 
 import argparse
 import contextlib
+import logging
 import os
 import secrets
 import sys
@@ -123,6 +124,14 @@ def _check_executors(context, master: str, log: Path) -> None:
         )
 
 
+class _QuietPy4J(logging.Filter):
+    """Py4J logs on the root logger itself (logging.exception), with a traceback, when an interrupt
+    cuts a call to the JVM short; kraftcheck reports the interrupt its own way."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
 @contextlib.contextmanager
 def _failures_explained(log: Path | None) -> Iterator[None]:
     """A Spark job that fails (an executor's Python raising, Java refusing) ends the command with
@@ -130,10 +139,14 @@ def _failures_explained(log: Path | None) -> Iterator[None]:
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
+    quiet = _QuietPy4J()
+    logging.getLogger().addFilter(quiet)
     try:
         yield
     except (Py4JError, PySparkException) as error:
         raise SparkUnavailable(f"a Spark job failed: {_message(error)}" + (_log_tail(log) if log else "")) from None
+    finally:
+        logging.getLogger().removeFilter(quiet)
 
 
 @contextlib.contextmanager
