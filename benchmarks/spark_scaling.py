@@ -59,7 +59,8 @@ def measure(name: str, run: str, partitions: int | None) -> tuple[Result, float,
     try:
         outcome = reader.recv()
     except EOFError:
-        raise SystemExit(f"the {run} run died (exit code {child.join() or child.exitcode})") from None
+        child.join()
+        raise SystemExit(f"the {run} run died (exit code {child.exitcode})") from None
     child.join()
     if isinstance(outcome, str):
         raise SystemExit(f"the {run} run failed:\n{outcome}")

@@ -228,21 +228,9 @@ class KraftSystem:
             history=self.histories.values[state[self.size]],
         )
 
-    def export(self, state: tuple[int, ...]) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
-        """The state in fingerprints of its parts: meaningful in every process."""
-        size = self.size
-        node_fps, message_fps = self.nodes.fps, self.messages.fps
-        return (tuple(node_fps[n] for n in state[:size]), self.histories.fps[state[size]], tuple(message_fps[m] for m in state[size + 1 :]))
-
-    def restore(self, exported: tuple[tuple[int, ...], int, tuple[int, ...]]) -> tuple[int, ...]:
-        """A state from its parts' fingerprints; every part must already be interned here."""
-        node_fps, history_fp, message_fps = exported  # messages already in fingerprint order
-        messages = self.messages.by_fp
-        return tuple(self.nodes.by_fp[fp] for fp in node_fps) + (self.histories.by_fp[history_fp],) + tuple(messages[fp] for fp in message_fps)
-
     def pack(self, state: tuple[int, ...]) -> bytes:
         """The state as its parts' stable fingerprints (8 bytes each), meaningful in every process
-        that has been given the parts (see parts() and learn())."""
+        that has been given the parts (see parts() and learn()): what the sharded and Spark engines send."""
         size = self.size
         node_fps, message_fps = self.nodes.fps, self.messages.fps
         fps = [node_fps[n] for n in state[:size]]

@@ -40,7 +40,7 @@ class Batch(msgspec.Struct, array_like=True):
     nodes: list[tuple[int, NodeState]]
     histories: list[tuple[int, History]]
     messages: list[tuple[int, Envelope]]
-    states: list[tuple[int, int, tuple[tuple[int, ...], int, tuple[int, ...]]]]  # fp, parent fp, parts
+    states: list[tuple[int, int, bytes]]  # fp, parent fp, the state packed (KraftSystem.pack)
 
 
 class WorkerFailed(RuntimeError):
@@ -99,7 +99,7 @@ class Worker:
     def batch(self, owner: int, states: list) -> bytes:
         system = self.system
         sent_nodes, sent_histories, sent_messages = self.sent_parts[owner]
-        nodes, histories, messages, exported = [], [], [], []
+        nodes, histories, messages, packed = [], [], [], []
         size = system.size
         for fp, parent_fp, state in states:
             for n in state[:size]:
@@ -116,8 +116,8 @@ class Worker:
                 if part not in sent_messages:
                     sent_messages.add(part)
                     messages.append((part, system.messages.values[m]))
-            exported.append((fp, parent_fp, system.export(state)))
-        return self.encoder.encode(Batch(nodes, histories, messages, exported))
+            packed.append((fp, parent_fp, system.pack(state)))
+        return self.encoder.encode(Batch(nodes, histories, messages, packed))
 
     def ingest(self, depth: int, batches: list[bytes]) -> tuple[int, list]:
         """Take in states found by other workers; the new ones join the next frontier."""
@@ -131,9 +131,9 @@ class Worker:
                 system.histories.id(history)
             for _fp, envelope in batch.messages:
                 system.messages.id(envelope)
-            for fp, parent_fp, parts in batch.states:
+            for fp, parent_fp, packed in batch.states:
                 if self.parents.adopt(fp, parent_fp):
-                    state = system.restore(parts)
+                    state = system.unpack(packed)
                     self.frontier.append((fp, state))
                     findings.extend((depth, fp, v) for v in system.violations(state))
         self.parents.settle()
