@@ -154,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--walk-steps", type=int, default=250, help="cluster steps per random walk (default 250)")
     gen.add_argument("--seed", type=int, default=0, help="first random-walk seed (default 0)")
     gen.add_argument("--profile", help=f"generate the corpus of another model profile ({', '.join(sorted(PROFILES))}): the KRaft searches only, under it")
+    add_engine_options(gen, "the searches")
     gen.set_defaults(run=command("traces", "generate_corpus"))
     schema = trace_sub.add_parser("schema", help="print the JSON Schema of the trace format", description="Print the JSON Schema of the JSON Lines trace format (spec/trace.schema.json).")
     schema.set_defaults(run=command("traces", "print_schema"))

@@ -143,6 +143,23 @@ def test_certification_on_spark_writes_the_in_process_report_files(spark, tmp_pa
         assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "in-process" / name).read_bytes(), name
 
 
+@pytest.mark.parametrize("partitions", ["1", "3"])
+def test_a_corpus_generated_on_spark_is_byte_identical(spark, tmp_path, capsys, partitions):
+    """The same places, hence the same traces and manifest, whatever the partitioning: a KRaft
+    search stopped by its bound, an ISR one, and a later search that skips the cells of earlier ones."""
+    argv = ["traces", "generate", "--config", "corpus-observer", "--config", "corpus-isr", "--config", "corpus-diverge", "--max-states", "4000", "--walks", "1"]
+    assert cli.main([*argv, "--out", str(tmp_path / "in-process")]) == 0
+    assert cli.main([*argv, "--out", str(tmp_path / "spark"), "--engine", "spark", "--spark-partitions", partitions]) == 0
+    err = capsys.readouterr().err
+    assert re.search(r"^corpus-isr: level 3: [\d,]+ states, [\d,]+ cells", err, re.MULTILINE), err  # a progress line per level
+    files = sorted(p.name for p in (tmp_path / "in-process").iterdir())
+    assert len(files) > 50 and files == sorted(p.name for p in (tmp_path / "spark").iterdir())
+    for name in files:
+        assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "in-process" / name).read_bytes(), name
+    searches = json.loads((tmp_path / "spark" / "manifest.json").read_text())["searches"]
+    assert [(s["config"], s["complete"]) for s in searches] == [("corpus-observer", False), ("corpus-isr", False), ("corpus-diverge", False)]
+
+
 def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -1,6 +1,7 @@
 """`kraftcheck traces generate | schema | show`: make the corpus, print the format's schema, read a trace."""
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, check_c
 from conformance.diagrams.traces import trace_svg
 from conformance.explore.configs import CheckConfig, resolve
 from conformance.outputs import OutputError
+from conformance.spark.session import spark_options, spark_session
 from conformance.text import wrapped_table
 from model.config import ConfigError
 from spec import trace as traces
@@ -24,9 +26,11 @@ def generate_corpus(args: argparse.Namespace) -> int:
         if not names:
             raise ConfigError(f"--profile {args.profile}: none of the configurations is a KRaft one")
     configs = [(name, resolve(name, {"profile": args.profile})) for name in names]
+    spark = spark_options(args)
     check_corpus_directory(Path(args.out))
     options = GenerateOptions(max_states=args.max_states, walks=args.walks, walk_steps=args.walk_steps, seed=args.seed)
-    corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr))
+    with spark_session(spark) if spark else contextlib.nullcontext() as on_spark:
+        corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr, flush=True), spark=on_spark)
     write_corpus(Path(args.out), corpus, manifest)
     rows = [
         ("configurations", ", ".join(names)),

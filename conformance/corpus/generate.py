@@ -10,6 +10,7 @@ Everything is deterministic: the same configurations and options give the same b
 
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import msgspec
@@ -19,8 +20,11 @@ from conformance.corpus import kraft as kraft_corpus
 from conformance.corpus.cells import CANDIDATES, DEDICATED, Setting, cells_of_last_step, dedicated_cell
 from conformance.corpus.manifest import KIND, MANIFEST, CoverageRow, Explored, GenerateOptions, Manifest, listing
 from conformance.corpus.reference import build_trace
+from conformance.corpus.search import inputs_of, search
+from conformance.corpus.spark_search import search_on_spark
 from conformance.explore.configs import CheckConfig, IsrCheckConfig
 from conformance.outputs import check_directory
+from conformance.spark.session import SparkRun
 from spec import trace as traces
 from model.config import PROFILES
 from model.events import Request
@@ -58,11 +62,15 @@ def slot_order(cell: str) -> tuple[str, int]:
 
 
 def generate(
-    configs: list[tuple[str, CheckConfig | IsrCheckConfig]], options: GenerateOptions, progress: Callable[[str], None] | None = None
+    configs: list[tuple[str, CheckConfig | IsrCheckConfig]],
+    options: GenerateOptions,
+    progress: Callable[[str], None] | None = None,
+    spark: SparkRun | None = None,
 ) -> tuple[dict[str, Trace], Manifest]:
     """The corpus of one or more configurations: traces by file name, and the manifest.
 
-    A cell met by an earlier configuration's search is not sought again in a later one.
+    A cell met by an earlier configuration's search is not sought again in a later one. The
+    searches run in this process, or on Spark; the corpus is the same.
     """
     corpus: dict[str, Trace] = {}
     coverage: list[CoverageRow] = []
@@ -77,8 +85,15 @@ def generate(
             if row.cell != dedicated_cell(row.cell):
                 dedicated.setdefault(dedicated_cell(row.cell), set()).add((row.trace, b""))
         known = {row.cell for row in coverage} | {f"{family} #{n}" for family, kept in dedicated.items() if len(kept) >= DEDICATED for n in range(1, CANDIDATES + 1)}
-        paths, states, complete, met = system.search_config(config, options.max_states, known)
-        explored.append(Explored(config=name, bounds=config, states=states, complete=complete, cells=met))
+        make_coverage = partial(isr_corpus.IsrCoverage if system is isr_corpus else kraft_corpus.KraftCoverage, config)
+        searching = make_coverage()
+        if spark is None:
+            searched = search(searching, options.max_states)
+        else:
+            searched = search_on_spark(spark, make_coverage, searching, options.max_states, progress and (lambda line: progress(f"{name}: {line}")))
+        paths = inputs_of(searching, searched, known)
+        states, met = searched.states, len(searched.first)
+        explored.append(Explored(config=name, bounds=config, states=states, complete=searched.complete, cells=met))
         by_inputs: dict[tuple[int, bytes], list[str]] = {}
         chosen: dict[tuple[int, bytes], list[Input]] = {}
         for cell, (node, inputs) in sorted(paths.items(), key=lambda item: slot_order(item[0])):

@@ -9,13 +9,15 @@ replica's epoch and log end (fenced, unknown epoch, not the leader, out of range
 answers to the replica's own requests in flight.
 """
 
-import msgspec
+from collections.abc import Callable, Iterator
 
 from adapters.node_models import MODELS
-from conformance.corpus.cells import cells, note_cells
+from conformance.corpus.cells import cells
 from conformance.corpus.kraft import offsets_probes
 from conformance.corpus.reference import NodeInputs
-from conformance.corpus.walks import path_to, random_walk
+from conformance.corpus.search import ProbeKey, distinct_events, probe_key, successor
+from conformance.corpus.walks import random_walk
+from conformance.explore.check import system_for
 from conformance.explore.configs import IsrCheckConfig
 from conformance.explore.kraft_system import stable_fingerprint
 from model import log as logs
@@ -61,85 +63,70 @@ def answer_probes(envelope: Envelope, me: int) -> list[Input]:
     return [Response(source=envelope.destination, message=answer(ErrorCode=code), request=envelope.message) for code in ANSWER_ERRORS[kind]]
 
 
-class Found(msgspec.Struct, frozen=True):
-    """Where a cell was first met: the state's fingerprint, the replica, and the action taken
-    from that state (or the probe delivered to the replica there)."""
+class IsrCoverage:
+    """A configuration's partition for the corpus search: its probes, its places, its paths."""
 
-    state_fp: int
-    node: int
-    action: Action | None = None
-    probe: Input | None = None
+    def __init__(self, config: IsrCheckConfig) -> None:
+        self.system = system_for(config)
+        self.partition = self.system.partition
+        self._cells: dict[tuple, tuple[str, ...]] = {}
 
-
-def search(partition: Partition, max_states: int) -> tuple[dict[str, Found], dict[int, tuple[int, Action | None]], bool]:
-    """Breadth-first, noting the first (shallowest) replica step reaching each cell.
-
-    Returns the cells, each state's (parent fingerprint, action), and whether the bounded state
-    space was exhausted.
-    """
-    first: dict[str, Found] = {}
-    initial = partition.initial()
-    root = stable_fingerprint(initial)
-    parents: dict[int, tuple[int, Action | None]] = {root: (root, None)}
-    memo: dict[tuple, tuple[str, ...]] = {}
-    probed: set[tuple] = set()
-    frontier: list[tuple[int, PartitionState]] = [(root, initial)]
-
-    def step_cells(position: int, before: ReplicaState, event: Input) -> tuple[str, ...]:
+    def _step_cells(self, position: int, before: ReplicaState, event: Input) -> tuple[str, ...]:
         key = (position, before, event)
-        found = memo.get(key)
+        found = self._cells.get(key)
         if found is None:
-            found = memo[key] = cells(ISR, partition.replica_configs[position], before, event)
+            found = self._cells[key] = cells(ISR, self.partition.replica_configs[position], before, event)
         return found
 
-    while frontier and len(parents) < max_states:
-        level = []
-        for fp, state in frontier:
-            for position, (node, current) in enumerate(zip(partition.ids, state.replicas)):
-                candidates = []
-                if (position, current) not in probed:
-                    probed.add((position, current))
-                    candidates = request_probes(node, partition.ids, current)
-                for envelope in network.envelopes(state.network):
-                    if (position, current, envelope) not in probed:
-                        probed.add((position, current, envelope))
-                        candidates += answer_probes(envelope, node)
-                for event in candidates:
-                    note_cells(first, step_cells(position, current, event), Found(fp, node, probe=event))
-            for action in partition.enabled(state):
-                applied = partition.apply(state, action)
-                for node, event in applied.inputs:
-                    position = partition.index[node]
-                    note_cells(first, step_cells(position, state.replicas[position], event), Found(fp, node, action=action))
-                successor_fp = stable_fingerprint(applied.state)
-                if successor_fp not in parents:
-                    parents[successor_fp] = (fp, action)
-                    level.append((successor_fp, applied.state))
-        frontier = level
-    return first, parents, not frontier
+    def probe_keys(self, state: PartitionState) -> list[tuple[ProbeKey, int, int]]:
+        messages = [stable_fingerprint(envelope) for envelope in network.envelopes(state.network)]
+        keys = []
+        for position, current in enumerate(state.replicas):
+            replica = stable_fingerprint(current)
+            keys.append((probe_key(position, replica), position, -1))
+            keys += [(probe_key(position, replica, message), position, index) for index, message in enumerate(messages)]
+        return keys
 
+    def probes(self, state: PartitionState, position: int, message_index: int) -> list[Input]:
+        """The replica's own probes (message index -1), or answers to one of its requests in flight."""
+        node = self.partition.ids[position]
+        if message_index < 0:
+            return request_probes(node, self.partition.ids, state.replicas[position])
+        return answer_probes(network.envelopes(state.network)[message_index], node)
 
-def node_inputs(partition: Partition, parents: dict[int, tuple[int, Action | None]], found: Found) -> NodeInputs:
-    """The replica that took a cell's step, and its inputs along the partition's path there."""
-    actions = path_to(parents, found.state_fp)
-    if found.action is not None:
-        actions.append(found.action)
-    state = partition.initial()
-    events = []
-    for action in actions:
-        applied = partition.apply(state, action)
-        events += [event for node, event in applied.inputs if node == found.node]
-        state = applied.state
-    return found.node, events + ([found.probe] if found.probe is not None else [])
+    def places(self, state: PartitionState, successors: list, fresh: Callable[[ProbeKey], bool]) -> Iterator[tuple[tuple, tuple[str, ...]]]:
+        by_position: dict[int, list[tuple[tuple, Input]]] = {}
+        for key, position, message_index in self.probe_keys(state):
+            if fresh(key):
+                by_position.setdefault(position, []).extend(((0, position, message_index, j), event) for j, event in enumerate(self.probes(state, position, message_index)))
+        for position, probes in by_position.items():
+            for within, event in distinct_events(probes):
+                yield within, self._step_cells(position, state.replicas[position], event)
+        for index, (action, _successor) in enumerate(successors):
+            stepped: dict[int, tuple[str, ...]] = {}  # by replica, in the order the action steps them: a replica stepped twice is one place
+            for node, event in self.partition.apply(state, action).inputs:
+                position = self.partition.index[node]
+                stepped[node] = stepped.get(node, ()) + self._step_cells(position, state.replicas[position], event)
+            for order, found in enumerate(stepped.values()):
+                yield (1, index, order), tuple(dict.fromkeys(found))
 
-
-def search_config(config: IsrCheckConfig, max_states: int, known: set[str]) -> tuple[dict[str, NodeInputs], int, bool, int]:
-    """The configuration's search: each cell not in `known` with its replica's inputs, the
-    states visited, whether the bounded space was exhausted, and the cells met."""
-    partition = Partition(config.partition(), config.bounds())
-    first, parents, complete = search(partition, max_states)
-    paths = {cell: node_inputs(partition, parents, first[cell]) for cell in sorted(set(first) - known)}
-    return paths, len(parents), complete, len(first)
+    def node_inputs(self, keys: list, state: PartitionState, within: tuple) -> NodeInputs:
+        partition = self.partition
+        if within[0] == 0:
+            _, position, message_index, j = within
+            node, actions, last = partition.ids[position], keys, [self.probes(state, position, message_index)[j]]
+        else:
+            _, index, order = within
+            action = successor(self.system, state, index)[0]
+            node = list(dict.fromkeys(target for target, _event in partition.apply(state, action).inputs))[order]
+            actions, last = keys + [action], []
+        state = partition.initial()
+        events = []
+        for action in actions:
+            applied = partition.apply(state, action)
+            events += [event for target, event in applied.inputs if target == node]
+            state = applied.state
+        return node, events + last
 
 
 def walk(config: IsrCheckConfig, seed: int, steps: int) -> dict[int, list[Input]]:

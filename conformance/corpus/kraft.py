@@ -1,20 +1,23 @@
 """The KRaft side of corpus generation: a coverage-guided search of a cluster's states, probes
 for inputs the cluster never sends, and random walks, all projected onto single nodes.
 
-A breadth-first search of a configuration's cluster states notes, for every node step it
-meets, the coverage cells it covers (conformance/corpus/cells.py); the first time a cell is met, the
-cluster path that led there is the shortest, and it is projected onto the node that took the
-step. Probes add inputs the cluster itself never sends (DescribeQuorum from an admin client,
+The breadth-first search of a configuration's cluster states (conformance/corpus/search.py)
+notes, for every node step it meets, the coverage cells it covers (conformance/corpus/cells.py);
+the first time a cell is met, the cluster path that led there is the shortest, and it is
+projected onto the node that took the step. Probes add inputs the cluster itself never sends (DescribeQuorum from an admin client,
 OffsetsForLeaderEpoch, requests of another cluster, requests delivered to the wrong node) at
 every node state met, and are kept when they reach a new cell.
 """
 
+from collections.abc import Callable, Iterator
+
 import msgspec
 
 from adapters.node_models import MODELS
-from conformance.corpus.cells import cells, note_cells
+from conformance.corpus.cells import cells
 from conformance.corpus.reference import NodeInputs
-from conformance.corpus.walks import path_to, random_walk
+from conformance.corpus.search import ProbeKey, distinct_events, probe_key, successor
+from conformance.corpus.walks import random_walk
 from conformance.explore.check import system_for
 from conformance.explore.configs import CheckConfig
 from conformance.explore.kraft_system import KraftSystem
@@ -89,93 +92,74 @@ def message_probes(envelope: Envelope, me: int, voters: tuple[int, ...], observe
     return [Request(source=source, message=m) for source, m in variants]
 
 
-# -- the coverage-guided search -------------------------------------------------------------
-class Found(msgspec.Struct, frozen=True):
-    """Where a cell was first met: the cluster state's fingerprint and the step taken from it."""
+# -- the coverage-guided search (conformance/corpus/search.py) -----------------------------
+class KraftCoverage:
+    """A configuration's cluster for the corpus search: its probes, its places, its paths."""
 
-    state_fp: int
-    key: tuple  # an explorer action key, or ("probe", position, event)
+    def __init__(self, config: CheckConfig) -> None:
+        self.system = system_for(config)
+        self._step_cells: dict[tuple, tuple[str, ...]] = {}
 
+    def _messages(self, state: tuple[int, ...]) -> list[int]:
+        """The distinct messages in flight, in the state's (content) order."""
+        return list(dict.fromkeys(state[self.system.size + 1 :]))
 
-def search(system: KraftSystem, max_states: int) -> tuple[dict[str, Found], dict[int, tuple[int, tuple]], bool]:
-    """Breadth-first, noting the first (shallowest) step reaching each cell.
+    def probe_keys(self, state: tuple[int, ...]) -> list[tuple[ProbeKey, int, int]]:
+        node_fps, message_fps = self.system.nodes.fps, self.system.messages.fps
+        messages = self._messages(state)
+        keys = []
+        for position in range(self.system.size):
+            node = node_fps[state[position]]
+            keys.append((probe_key(position, node), position, -1))
+            keys += [(probe_key(position, node, message_fps[m]), position, index) for index, m in enumerate(messages)]
+        return keys
 
-    Returns the cells, each state's (parent fingerprint, action key), and whether the bounded
-    state space was exhausted.
-    """
-    first: dict[str, Found] = {}
-    parents: dict[int, tuple[int, tuple]] = {}
-    step_cells: dict[tuple, tuple[str, ...]] = {}
-    probed: set[tuple] = set()  # (position, node) and (position, node, message) already probed
-    cluster = system.cluster
-    frontier = []
-    for state in system.initial_states():
-        fp = system.fingerprint(state)
-        parents[fp] = (fp, ())
-        frontier.append((fp, state))
+    def probes(self, state: tuple[int, ...], position: int, message_index: int) -> list[Input]:
+        """The node's own probes (message index -1), or those of one message in flight."""
+        system = self.system
+        cluster = system.cluster
+        if message_index < 0:
+            return admin_probes(system, position, system.nodes.values[state[position]])
+        envelope = system.messages.values[self._messages(state)[message_index]]
+        return message_probes(envelope, cluster.ids[position], cluster.config.voters, cluster.config.observers)
 
-    while frontier and len(parents) < max_states:
-        level = []
-        for fp, state in frontier:
-            for position in range(system.size):
-                node_id = state[position]
-                node = system.nodes.values[node_id]
-                config = cluster.node_configs[position]
-                candidates = []
-                if (position, node_id) not in probed:
-                    probed.add((position, node_id))
-                    candidates = admin_probes(system, position, node)
-                for message_id in set(state[system.size + 1 :]):
-                    if (position, node_id, message_id) not in probed:
-                        probed.add((position, node_id, message_id))
-                        envelope = system.messages.values[message_id]
-                        candidates += message_probes(envelope, cluster.ids[position], cluster.config.voters, cluster.config.observers)
-                for event in candidates:
-                    note_cells(first, cells(KRAFT, config, node, event), Found(fp, ("probe", position, event)))
-            for key, successor in system.successors(state):
-                if key[0] != "drop":
-                    action = system.action(key)
-                    node, event = event_of(action)
-                    position = cluster.index[node]
-                    memo = (position, state[position], key)
-                    found = step_cells.get(memo)
-                    if found is None:
-                        before = system.nodes.values[state[position]]
-                        found = step_cells[memo] = cells(KRAFT, cluster.node_configs[position], before, event)
-                    note_cells(first, found, Found(fp, key))
-                successor_fp = system.fingerprint(successor)
-                if successor_fp not in parents:
-                    parents[successor_fp] = (fp, key)
-                    level.append((successor_fp, successor))
-        frontier = level
-    return first, parents, not frontier
+    def places(self, state: tuple[int, ...], successors: list, fresh: Callable[[ProbeKey], bool]) -> Iterator[tuple[tuple, tuple[str, ...]]]:
+        system = self.system
+        cluster = system.cluster
+        by_position: dict[int, list[tuple[tuple, Input]]] = {}
+        for key, position, message_index in self.probe_keys(state):
+            if fresh(key):
+                by_position.setdefault(position, []).extend(((0, position, message_index, j), event) for j, event in enumerate(self.probes(state, position, message_index)))
+        for position, probes in by_position.items():
+            node = system.nodes.values[state[position]]
+            for within, event in distinct_events(probes):
+                yield within, cells(KRAFT, cluster.node_configs[position], node, event)
+        for index, (key, _successor) in enumerate(successors):
+            if key[0] != "drop":
+                node, event = event_of(system.action(key))
+                position = cluster.index[node]
+                memo = (position, state[position], key)
+                found = self._step_cells.get(memo)
+                if found is None:
+                    found = self._step_cells[memo] = cells(KRAFT, cluster.node_configs[position], system.nodes.values[state[position]], event)
+                yield (1, index), found
 
-
-def node_inputs(system: KraftSystem, parents: dict[int, tuple[int, tuple]], found: Found) -> NodeInputs:
-    """The node that took a cell's step, and its inputs along the cluster path there."""
-    keys = path_to(parents, found.state_fp)
-    if found.key[0] == "probe":
-        _, position, last = found.key
-        node = system.cluster.ids[position]
-    else:
-        node, last = event_of(system.action(found.key))
-    events = []
-    for key in keys:
-        action = system.action(key)
-        if type(action) is not Drop:
-            target, event = event_of(action)
-            if target == node:
-                events.append(event)
-    return node, events + [last]
-
-
-def search_config(config: CheckConfig, max_states: int, known: set[str]) -> tuple[dict[str, NodeInputs], int, bool, int]:
-    """The configuration's search: each cell not in `known` with its node's inputs, the states
-    visited, whether the bounded space was exhausted, and the cells met."""
-    system = system_for(config)
-    first, parents, complete = search(system, max_states)
-    paths = {cell: node_inputs(system, parents, first[cell]) for cell in sorted(set(first) - known)}
-    return paths, len(parents), complete, len(first)
+    def node_inputs(self, keys: list, state: tuple[int, ...], within: tuple) -> NodeInputs:
+        system = self.system
+        if within[0] == 0:
+            _, position, message_index, j = within
+            node, last = system.cluster.ids[position], self.probes(state, position, message_index)[j]
+        else:
+            key = successor(system, state, within[1])[0]
+            node, last = event_of(system.action(key))
+        events = []
+        for key in keys:
+            action = system.action(key)
+            if type(action) is not Drop:
+                target, event = event_of(action)
+                if target == node:
+                    events.append(event)
+        return node, events + [last]
 
 
 def walk(config: CheckConfig, seed: int, steps: int) -> dict[int, list[Input]]:

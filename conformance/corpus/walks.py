@@ -1,21 +1,10 @@
-"""Paths for the corpus searches: the actions leading to a state, and seeded random walks
-projected onto each node."""
+"""Seeded random walks for the corpus, projected onto each node: long interleavings that a
+bounded breadth-first search does not reach."""
 
 import random
 from collections.abc import Callable, Iterable
 
 from spec.trace import Input
-
-
-def path_to(parents: dict[int, tuple[int, object]], fp: int) -> list:
-    """The actions from the initial state to the state `fp`, given each state's (parent, action);
-    the initial state is its own parent."""
-    actions = []
-    while parents[fp][0] != fp:
-        fp, action = parents[fp]
-        actions.append(action)
-    actions.reverse()
-    return actions
 
 
 def random_walk(

@@ -32,7 +32,7 @@ from conformance.explore.engine import Counterexample, Findings, Progress, Resul
 PARTS = "parts"  # a record of shared parts: (PARTS, [(fp, kind, encoding), ...])
 SUMMARY = "summary"  # a partition's summary of a level: (SUMMARY, generated, new states, findings)
 
-_SYSTEMS: dict[str, System] = {}  # per Python worker: the systems it has built, by recipe
+_BUILT: dict[str, object] = {}  # per Python worker: the systems (and the like) it has built, by recipe
 
 
 def fingerprint_partition(key: int | tuple[str, int]) -> int:
@@ -41,17 +41,35 @@ def fingerprint_partition(key: int | tuple[str, int]) -> int:
     return key if type(key) is int else key[1]
 
 
-def _system(recipe: tuple[str, Callable[[], System]]) -> System:
-    """The system a recipe makes, built once per Python worker and kept with its caches."""
-    token, make = recipe
-    system = _SYSTEMS.get(token)
-    if system is None:
-        system = _SYSTEMS[token] = make()
-    return system
+def recipe(make: Callable[[], object]) -> tuple[str, Callable[[], object]]:
+    """What executors build an object from: the factory, and a token naming it."""
+    return hashlib.sha256(pickle.dumps(make)).hexdigest(), make
 
 
-def _states(system: System, records: Iterable[tuple]) -> list[tuple[int, int, bytes]]:
-    """A level partition's states (fp, parent fp, packed), its parts learned first."""
+def built(making: tuple[str, Callable[[], object]]) -> object:
+    """What a recipe makes, built once per Python worker and kept with its caches."""
+    token, make = making
+    made = _BUILT.get(token)
+    if made is None:
+        made = _BUILT[token] = make()
+    return made
+
+
+class ByParent:
+    """Of the ways a state is found, keep the one from the smallest parent fingerprint (of one
+    parent's twins, the first successor): `check`'s order, independent of the scan."""
+
+    @staticmethod
+    def initial(fp: int) -> int:
+        return fp  # an initial state is its own parent
+
+    @staticmethod
+    def successor(fp: int, order: int, index: int) -> int:
+        return fp
+
+
+def states_of(system: System, records: Iterable[tuple]) -> list[tuple[int, object, bytes]]:
+    """A level partition's states (fp, order, packed), its parts learned first."""
     states = []
     for record in records:
         if type(record[0]) is int:
@@ -62,25 +80,26 @@ def _states(system: System, records: Iterable[tuple]) -> list[tuple[int, int, by
     return states
 
 
-def _expand(recipe: tuple, partitions: int, records: Iterable[tuple]) -> Iterator[tuple]:
-    """A level partition's successors, once each: (fp, (parent fp, packed, times generated)), then
+def _expand(making: tuple, order: type, partitions: int, records: Iterable[tuple]) -> Iterator[tuple]:
+    """A level partition's successors, once each: (fp, (order, packed, times generated)), then
     per destination partition the parts it has not been sent by this task: ((PARTS, p), parts).
 
-    Of a state found several times the smallest parent wins, and of one parent's successors with
-    the same fingerprint (twins under symmetry) the first; only the winners are packed.
+    Of a state found several times the smallest order wins (the first found of equals); only
+    the winners are packed.
     """
-    system = _system(recipe)
+    system = built(making)
     best: dict[int, list] = {}
-    for parent, _grandparent, packed in _states(system, records):
-        for _action, successor in system.successors(system.unpack(packed)):
+    for parent, parent_order, packed in states_of(system, records):
+        for index, (_action, successor) in enumerate(system.successors(system.unpack(packed))):
             fp = system.fingerprint(successor)
+            mine = order.successor(parent, parent_order, index)
             held = best.get(fp)
             if held is None:
-                best[fp] = [parent, successor, 1]
+                best[fp] = [mine, successor, 1]
             else:
                 held[2] += 1
-                if parent < held[0]:
-                    held[0], held[1] = parent, successor
+                if mine < held[0]:
+                    held[0], held[1] = mine, successor
     bound: dict[int, list] = {}  # the successors going to each partition
     pack = system.pack
     for fp, (parent, successor, count) in best.items():
@@ -92,13 +111,13 @@ def _expand(recipe: tuple, partitions: int, records: Iterable[tuple]) -> Iterato
             yield (PARTS, partition), parts
 
 
-def _select_new(recipe: tuple, depth: int, records: Iterable) -> Iterator[tuple]:
-    """One partition of the next level: its parts, its new states (fp, parent fp, packed), its summary.
+def _select_new(making: tuple, depth: int, records: Iterable) -> Iterator[tuple]:
+    """One partition of the next level: its parts, its new states (fp, order, packed), its summary.
 
     The union brings the visited arrays (bytes) and the candidates of every expanding task: a
-    state found by several keeps the smallest parent.
+    state found by several keeps the smallest order.
     """
-    system = _system(recipe)
+    system = built(making)
     visited: set[int] = set()
     candidates: dict[int, tuple[int, bytes]] = {}
     generated = 0
@@ -145,7 +164,7 @@ def _is_summary(record: tuple) -> bool:
 
 
 def _level_record(pair: tuple) -> tuple:
-    """A keyed initial record as a level record: (fp, parent, packed) or (PARTS, parts)."""
+    """A keyed initial record as a level record: (fp, order, packed) or (PARTS, parts)."""
     key, value = pair
     return (key, *value) if type(key) is int else (PARTS, value)
 
@@ -160,18 +179,23 @@ def explore_spark(
     max_states: int | None = None,
     progress: Callable[[Progress], None] | None = None,
     local: System | None = None,
+    order: type = ByParent,
+    each_level: Callable[[object, int], None] | None = None,
 ) -> Result:
     """conformance.explore.engine.explore's search on Spark; `work` (a directory every executor
     can read, like the checkpoint directory) receives the levels' parent records.
 
-    Counterexample paths are rebuilt in `local` (a fresh system if None).
+    Counterexample paths are rebuilt in `local` (a fresh system if None), from parent links:
+    under another `order` (the corpus search's) there are none. `each_level` sees every level
+    the search expands (its records (fp, order, packed) and parts, partitioned by fingerprint)
+    with its depth, before it is expanded.
     """
     from pyspark import StorageLevel
 
     context = session.sparkContext
     start = time.perf_counter()
     local = local or make_system()
-    recipe = (hashlib.sha256(pickle.dumps(make_system)).hexdigest(), make_system)
+    making = recipe(make_system)
     findings = Findings()
     seeds: dict[int, tuple] = {}
     for state in local.initial_states():
@@ -179,7 +203,7 @@ def explore_spark(
         if fp not in seeds:
             seeds[fp] = state
             findings.note(0, fp, local.violations(state))
-    keyed = [(fp, (fp, local.pack(state))) for fp, state in seeds.items()]
+    keyed = [(fp, (order.initial(fp), local.pack(state))) for fp, state in seeds.items()]
     keyed += [((PARTS, fp % partitions), local.parts([state])) for fp, state in seeds.items()]
     level = context.parallelize(keyed).partitionBy(partitions, fingerprint_partition).map(_level_record, preservesPartitioning=True)
     distinct = generated = len(seeds)
@@ -193,9 +217,11 @@ def explore_spark(
             visited.append(level.mapPartitions(_fingerprints, preservesPartitioning=True).persist(StorageLevel.MEMORY_AND_DISK))
             if findings and not keep_going or (max_states is not None and distinct >= max_states):
                 break
-            candidates = level.mapPartitions(lambda records: _expand(recipe, partitions, records)).partitionBy(partitions, fingerprint_partition)
+            if each_level:
+                each_level(level, depth)
+            candidates = level.mapPartitions(lambda records: _expand(making, order, partitions, records)).partitionBy(partitions, fingerprint_partition)
             depth_next = depth + 1
-            step = context.union([*visited, candidates]).mapPartitions(lambda records: _select_new(recipe, depth_next, records), preservesPartitioning=True)
+            step = context.union([*visited, candidates]).mapPartitions(lambda records: _select_new(making, depth_next, records), preservesPartitioning=True)
             step.persist(StorageLevel.MEMORY_AND_DISK)
             step.checkpoint()
             summaries = step.filter(_is_summary).collect()
@@ -219,13 +245,13 @@ def explore_spark(
     except KeyboardInterrupt:
         context.cancelAllJobs()
         raise SearchInterrupted(distinct, generated, depth, time.perf_counter() - start) from None
-    order = {rule: i for i, rule in enumerate(local.property_ids())}
+    rank = {rule: i for i, rule in enumerate(local.property_ids())}
     counterexamples = []
-    if findings:
+    if findings and order is ByParent:
         _write_parents(session, levels, work)
         links = _parent_links(session, work, [(d, fp) for d, fp, _v in findings.best.values()])
         counterexamples = [
-            Counterexample(v, shortest_path(local, links.__getitem__, fp)) for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
+            Counterexample(v, shortest_path(local, links.__getitem__, fp)) for _depth, fp, v in sorted(findings.best.values(), key=lambda f: rank.get(f[2].rule, len(rank)))
         ]
     for rdd in [*visited, held] if held else visited:
         rdd.unpersist()
