@@ -164,7 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(--as svg): one lifeline for the node under test and one per peer, an arrow per message, its state where it changes.",
     )
     show.add_argument("file", help="a trace file (.jsonl or .msgpack)")
-    show.add_argument("--as", dest="format", choices=("table", "svg"), default="table", help="table (default) or svg: a self-contained SVG diagram")
+    show.add_argument(
+        "--as",
+        dest="format",
+        choices=("table", "svg", "scenario"),
+        default="table",
+        help="table (default), svg: a self-contained SVG diagram, or scenario: the trace in the scenario language (spec/scenario-format.md), exact",
+    )
     show.add_argument("--out", metavar="FILE", help="with --as svg: write the diagram to FILE (default: standard output)")
     show.set_defaults(run=command("traces", "show"))
 

@@ -11,6 +11,7 @@ from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, check_c
 from conformance.diagrams.traces import trace_svg
 from conformance.explore.configs import CheckConfig, resolve
 from conformance.outputs import OutputError
+from conformance.scenario.printer import scenario_text
 from conformance.text import wrapped_table
 from model.config import ConfigError
 from spec import trace as traces
@@ -52,6 +53,9 @@ def show(args: argparse.Namespace) -> int:
         return show_svg(shown, args.out)
     if args.out:
         raise OutputError("--out writes a diagram: use it with --as svg")
+    if args.format == "scenario":
+        sys.stdout.write(scenario_text(shown))
+        return 0
     header = shown.header
     if header.cluster is not None:
         member = f"node {header.node} of voters {list(header.cluster.voters)} observers {list(header.cluster.observers)}, profile {header.cluster.profile}"

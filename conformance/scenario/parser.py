@@ -1,0 +1,336 @@
+"""A scenario file parsed (spec/scenario.lark) and compiled to the trace it stands for.
+
+Every problem, of syntax or of meaning (an unknown message or field, a node outside the
+cluster, an impossible initial state), is a ScenarioError naming file, line and column and
+what was expected there.
+"""
+
+import json
+from pathlib import Path
+
+import lark
+import msgspec
+
+from conformance.corpus.reference import error_names, event_text
+from conformance.scenario.notation import ERROR_CODES, KEYWORD_STRUCTS, STATE_DEFAULTS, STRUCTS, is_error_field, log_end
+from model.config import ConfigError
+from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Send, Timer, TimerKind
+from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
+from model.messages import REQUEST_TYPES, RESPONSE_FOR
+from spec import trace as traces
+from spec.trace import Alternative, Header, Observed, Outputs, Persisted, Step, Trace
+
+GRAMMAR = Path(traces.__file__).with_name("scenario.lark")
+_BARE = {"resign": Resign, "crash": Crash, "restart": Restart, "fetch_next": FetchNext}
+_TERMINALS = {
+    "NAME": "a name",
+    "INT": "a number",
+    "STRING": 'a "string"',
+    "RULE": "a rule ID",
+    "CHOICE": "a CHOICE=alternative",
+    "RANGE": "an epoch range eE[FIRST..LAST]",
+    "BARE": "resign, crash, restart or fetch_next",
+    "$END": "the end of the file",
+}
+_LITERALS = {"true": True, "false": False, "null": None}
+_RESPONSES = tuple(RESPONSE_FOR.values())
+
+
+class ScenarioError(traces.TraceError):
+    """A scenario that cannot be read; the message names file, line and column."""
+
+
+class Scenario(msgspec.Struct, frozen=True, kw_only=True):
+    """A parsed scenario: the trace it compiles to, the line of each step, and its comments by
+    the step they come before (0: the header; one past the last step: the end)."""
+
+    trace: Trace
+    step_lines: tuple[int, ...]
+    comments: dict[int, list[str]]
+
+
+_comments: list[lark.Token] = []
+_PARSER = lark.Lark(
+    GRAMMAR.read_text(encoding="utf-8"), parser="lalr", propagate_positions=True, maybe_placeholders=False, lexer_callbacks={"COMMENT": _comments.append}
+)
+
+
+def read(path: Path) -> Scenario:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ScenarioError(f"{path}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+    return parse(path, text)
+
+
+def parse(path: Path, text: str) -> Scenario:
+    _comments.clear()
+    try:
+        tree = _PARSER.parse(text)
+    except lark.UnexpectedInput as error:
+        raise ScenarioError(f"{path}:{error.line}:{error.column}: {_syntax(error)}") from None
+    comments = [(token.line, str(token)) for token in _comments]
+    return _Compiler(path).scenario(tree, comments)
+
+
+def _syntax(error: lark.UnexpectedInput) -> str:
+    if isinstance(error, lark.UnexpectedCharacters):
+        found, expected = f"unexpected character {error.char!r}", error.allowed
+    elif isinstance(error, lark.UnexpectedToken):
+        found, expected = ("unexpected end of file" if error.token.type == "$END" else f"unexpected {str(error.token)!r}"), error.expected
+    else:
+        found, expected = "unexpected end of file", getattr(error, "expected", ())
+    return f"{found}; expected {_one_of(sorted({_terminal(name) for name in expected}))}"
+
+
+def _terminal(name: str) -> str:
+    if name in _TERMINALS:
+        return _TERMINALS[name]
+    pattern = _PARSER.get_terminal(name).pattern
+    return json.dumps(pattern.value) if isinstance(pattern, lark.lexer.PatternStr) else name
+
+
+def _one_of(options: list[str]) -> str:
+    return options[0] if len(options) == 1 else "one of " + ", ".join(options)
+
+
+class _Compiler:
+    """The parse tree to a trace, checking what the grammar cannot."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def error(self, where: lark.Tree | lark.Token, message: str) -> ScenarioError:
+        line, column = (where.line, where.column) if isinstance(where, lark.Token) else (where.meta.line, where.meta.column)
+        return ScenarioError(f"{self.path}:{line}:{column}: {message}")
+
+    def scenario(self, tree: lark.Tree, comments: list[tuple[int, str]]) -> Scenario:
+        header: dict[str, object] = {"covers": []}
+        seen: dict[str, lark.Tree] = {}
+        steps: list[Step] = []
+        lines: list[int] = []
+        for statement in tree.children:
+            kind = statement.data
+            if kind == "step":
+                if not steps:
+                    self.check_header(tree, header, seen)
+                steps.append(self.step(statement, len(steps) + 1, header))
+                lines.append(statement.meta.line)
+                continue
+            if steps:
+                raise self.error(statement, f"expected a step: the {kind} statement belongs before the first step")
+            if kind in seen and kind != "covers":
+                raise self.error(statement, f"a second {kind} statement; the first is at line {seen[kind].meta.line}")
+            seen[kind] = statement
+            self.header_statement(statement, header)
+        if not steps:
+            self.check_header(tree, header, seen)
+        made = Header(
+            kind=traces.KIND,
+            format_version=traces.FORMAT_VERSION,
+            name=header.get("scenario", self.path.stem.removesuffix(".scenario")),
+            steps=len(steps),
+            covers=tuple(header["covers"]),
+            initial=header.get("initial", Persisted()),  # stated, as the traces kraftcheck makes state it
+            **{name: header[name] for name in ("origin", "cluster", "partition", "node") if name in header},
+        )
+        first = tree.children[0].meta.line if tree.children else 1
+        return Scenario(trace=Trace(header=made, steps=tuple(steps)), step_lines=tuple(lines), comments=_placed(comments, first, lines))
+
+    def header_statement(self, statement: lark.Tree, header: dict[str, object]) -> None:
+        kind, children = statement.data, statement.children
+        if kind in ("scenario", "origin"):
+            header[kind] = _string(children[0])
+        elif kind == "covers":
+            header["covers"].append(_string(children[0]))
+        elif kind == "node":
+            header["node"] = int(children[0])
+        else:
+            header[kind] = self.keyword_struct(kind, statement)
+
+    def check_header(self, tree: lark.Tree, header: dict[str, object], seen: dict[str, lark.Tree]) -> None:
+        """The header must say where the node is and who it is, before the first step."""
+        where = tree.children[0] if tree.children else lark.Token("NAME", "", line=1, column=1)
+        if ("cluster" in header) == ("partition" in header):
+            place = seen.get("partition", where) if "cluster" in header else where
+            raise self.error(place, "expected exactly one of a cluster statement (a KRaft node) and a partition statement (an ISR replica)")
+        if "node" not in header:
+            raise self.error(where, "expected a node statement: the node under test")
+        setting = header.get("cluster", header.get("partition"))
+        place = seen["cluster" if "cluster" in header else "partition"]
+        try:
+            members = setting.config().nodes if "cluster" in header else setting.config().replicas
+        except ConfigError as error:
+            raise self.error(place, f"impossible {place.data}: {error}") from None
+        if header["node"] not in members:
+            raise self.error(seen["node"], f"node {header['node']} is not a member of the {place.data}: expected one of {', '.join(map(str, members))}")
+        header["members"] = members
+
+    def step(self, statement: lark.Tree, number: int, header: dict[str, object]) -> Step:
+        source, *clauses = statement.children
+        event = self.event(source, header)
+        expect, state = self.outcome(event, header, [clause for clause in clauses if clause.data.startswith("expect_")])
+        rules, note, errors, allowed = (), event_text(event), error_names(expect), []
+        for clause in clauses:
+            if clause.data == "rules":
+                rules = tuple(str(rule) for rule in clause.children)
+            elif clause.data == "note":
+                note = _string(clause.children[0])
+            elif clause.data == "errors":
+                errors = {_string(pair.children[0]): str(pair.children[1]) for pair in clause.children}
+            elif clause.data == "alternative":
+                allowed.append(self.alternative(event, header, clause))
+        return Step(step=number, input=event, expect=expect, errors=errors, state=state, rules=rules, note=note, allowed=tuple(allowed))
+
+    def alternative(self, event: object, header: dict[str, object], clause: lark.Tree) -> Alternative:
+        choices = [child for child in clause.children if isinstance(child, lark.Token)]
+        expect, state = self.outcome(event, header, [child for child in clause.children if isinstance(child, lark.Tree)])
+        return Alternative(choices=dict(str(choice).split("=", 1) for choice in choices), expect=expect, state=state)
+
+    def event(self, source: lark.Tree, header: dict[str, object]) -> object:
+        kind, children = source.data, source.children
+        if kind == "request":
+            message = self.message(children[1], REQUEST_TYPES, "a request")
+            return Request(source=self.node_id(children[0], header, admin=True), message=message)
+        if kind == "response":
+            request = self.message(children[2], REQUEST_TYPES, "a request")
+            message = self.message(children[1], (RESPONSE_FOR[type(request)],), f"the response to a {type(request).__name__}")
+            return Response(source=self.node_id(children[0], header), message=message, request=request)
+        if kind == "timer":
+            kinds = [timer.value for timer in TimerKind]
+            if str(children[0]) not in kinds:
+                raise self.error(children[0], f"unknown timer {str(children[0])!r}; expected {_one_of(kinds)}")
+            return Timer(kind=TimerKind(str(children[0])))
+        if kind == "append":
+            return ClientAppend(value=int(children[0]))
+        if kind == "bare":
+            return _BARE[str(children[0])]()
+        if kind == "shrink_isr":
+            return ShrinkIsr(replica=self.node_id(children[0], header))
+        if kind == "power_loss":
+            return PowerLoss(keep=int(children[0]))
+        partition = self.keyword_struct(kind, source)
+        return Startup(partition=partition) if kind == "startup" else partition
+
+    def node_id(self, token: lark.Token, header: dict[str, object], admin: bool = False) -> int:
+        """A node the scenario names: a member of the cluster (or -1, an admin client, for a request)."""
+        node = int(token)
+        members = header["members"]
+        if node not in members and not (admin and node == -1):
+            raise self.error(token, f"unknown node {node}; expected one of {', '.join(map(str, members))}{' or -1 (an admin client)' if admin else ''}")
+        return node
+
+    def message(self, tree: lark.Tree, kinds: tuple[type, ...], what: str) -> msgspec.Struct:
+        name = tree.children[0]
+        if STRUCTS.get(str(name)) not in kinds:
+            raise self.error(name, f"expected {what} message: {_one_of([kind.__name__ for kind in kinds])}, got {str(name)!r}")
+        return self.typed(tree, STRUCTS[str(name)], self.value(tree))
+
+    def outcome(self, event: object, header: dict[str, object], clauses: list[lark.Tree]) -> tuple[Outputs, Observed | None]:
+        """What a step (or one of its alternatives) expects; a response answers the step's request."""
+        answers = (RESPONSE_FOR[type(event.message)],) if type(event) is Request else _RESPONSES
+        what = f"the response to a {type(event.message).__name__}" if type(event) is Request else "a response"
+        found: dict[str, object] = {}
+        sends = []
+        state = None
+        for clause in clauses:
+            kind = clause.data.removeprefix("expect_")
+            if kind in found or (kind == "state" and state is not None):
+                raise self.error(clause, f"a second expect {kind} for this outcome")
+            if kind == "response":
+                found["response"] = self.message(clause.children[0], answers, what)
+            elif kind == "send":
+                destination, message = clause.children
+                sends.append(Send(destination=self.node_id(destination, header), message=self.message(message, REQUEST_TYPES, "a request")))
+            elif kind == "shutdown":
+                found["shutdown"] = True
+            elif kind == "state":
+                state = self.state(clause)
+            else:
+                found[kind] = self.keyword_struct(kind, clause)
+        return Outputs(sends=tuple(sends), **found), state
+
+    def state(self, clause: lark.Tree) -> Observed:
+        role, *kwargs = clause.children
+        fields = {"role": str(role)} | STATE_DEFAULTS | self.kwargs(Observed, kwargs, skip=("role",))
+        fields.setdefault("log_end_offset", log_end(tuple(tuple(entry) for entry in fields["log"])))
+        return self.typed(clause, Observed, fields)
+
+    def keyword_struct(self, keyword: str, statement: lark.Tree) -> msgspec.Struct:
+        kind = KEYWORD_STRUCTS[keyword]
+        return self.typed(statement, kind, self.kwargs(kind, [child for child in statement.children if isinstance(child, lark.Tree)]))
+
+    def kwargs(self, kind: type, kwargs: list[lark.Tree], skip: tuple[str, ...] = ()) -> dict[str, object]:
+        fields = [name for name in kind.__struct_fields__ if name not in skip]
+        found: dict[str, object] = {}
+        for kwarg in kwargs:
+            name, value = kwarg.children
+            if str(name) not in fields:
+                raise self.error(name, f"{kind.__name__} has no field {str(name)!r}; expected one of {', '.join(fields)}")
+            if str(name) in found:
+                raise self.error(name, f"field {str(name)!r} given twice")
+            found[str(name)] = self.value(value, str(name))
+        return found
+
+    def value(self, tree: lark.Tree | lark.Token, field: str = "") -> object:
+        """A value as plain data, structs as tagged dicts, for msgspec to convert to its type."""
+        kind = tree.data
+        children = tree.children
+        if kind == "int":
+            return int(children[0])
+        if kind == "string":
+            return _string(children[0])
+        if kind == "name":
+            return self.name(children[0], field)
+        if kind == "list":
+            return [self.value(item) for item in children]
+        if kind == "log":
+            return [entry for part in children for entry in self.entries(part)]
+        name = str(children[0])
+        if name not in STRUCTS:
+            raise self.error(children[0], f"unknown message or struct {name!r}; expected one of {', '.join(sorted(STRUCTS))}")
+        struct = STRUCTS[name]
+        tag = struct.__struct_config__.tag
+        return ({"type": tag} if tag is not None else {}) | self.kwargs(struct, children[1:])
+
+    def name(self, token: lark.Token, field: str) -> object:
+        if is_error_field(field):
+            if str(token) not in ERROR_CODES:
+                raise self.error(token, f"unknown error code {str(token)!r}; expected a number or a Kafka error name (spec/errors.toml)")
+            return ERROR_CODES[str(token)]
+        if str(token) not in _LITERALS:
+            raise self.error(token, f"unexpected name {str(token)!r}; expected a number, a string, true, false, null, a list, Struct(...) or an epoch range")
+        return _LITERALS[str(token)]
+
+    def entries(self, part: lark.Tree) -> list[object]:
+        """An epoch range: (offset, epoch) pairs, or with values in braces, records."""
+        head, *values = part.children
+        epoch, bounds = str(head)[1:].split("[", 1)
+        first, last = (int(bound) for bound in bounds.rstrip("]").split(".."))
+        if last < first:
+            raise self.error(head, f"epoch range {head} ends before it starts; expected eEPOCH[FIRST..LAST] with FIRST <= LAST")
+        offsets = range(first, last + 1)
+        if not values:
+            return [[offset, int(epoch)] for offset in offsets]
+        if len(values) != len(offsets):
+            raise self.error(head, f"epoch range {head} holds {len(offsets)} records and gives {len(values)} values; expected one value per offset")
+        return [{"type": "Record", "Offset": offset, "Epoch": int(epoch), "Value": self.value(value)} for offset, value in zip(offsets, values)]
+
+    def typed(self, where: lark.Tree, kind: type, data: object) -> msgspec.Struct:
+        try:
+            return msgspec.convert(data, kind)
+        except msgspec.ValidationError as error:
+            raise self.error(where, f"not a valid {kind.__name__}: {error}") from None
+
+
+def _string(token: lark.Token) -> str:
+    return json.loads(str(token))
+
+
+def _placed(comments: list[tuple[int, str]], first: int, step_lines: list[int]) -> dict[int, list[str]]:
+    """Each comment by the step it comes before (0: the header; one past the last step: the end)."""
+    placed: dict[int, list[str]] = {}
+    for line, text in comments:
+        number = next((index for index, start in enumerate(step_lines, start=1) if start > line), len(step_lines) + 1)
+        placed.setdefault(0 if line < first else number, []).append(text)
+    return placed

@@ -1,0 +1,126 @@
+"""The scenario language (spec/scenario-format.md): traces printed as scenarios and compiled back,
+byte for byte; errors that name file, line and column; `traces show --as scenario`."""
+
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+from conformance.corpus.generate import shipped_corpora
+from conformance.scenario.parser import ScenarioError, parse
+from conformance.scenario.printer import scenario_text
+from spec import trace as traces
+
+ROOT = Path(__file__).resolve().parents[1]
+CELL_15 = ROOT / "traces" / "corpus-cell-0015-fetchrequest-observer-newer-unknown-leader-epoch-common-1.jsonl"
+
+CELL_15_SCENARIO = """\
+scenario "corpus-cell-0015-fetchrequest-observer-newer-unknown-leader-epoch-common-1"
+origin "corpus: shortest path to its cells"
+covers "FetchRequest | observer | newer | UNKNOWN_LEADER_EPOCH = | COMMON-1"
+covers "FetchRequest | observer | newer | UNKNOWN_LEADER_EPOCH = | COMMON-2"
+covers "FetchRequest | observer | newer | UNKNOWN_LEADER_EPOCH = | FETCH-REQ-2B"
+covers "choice FETCH-REQ-5=epoch-first | FetchRequest | observer"
+covers "choice FETCH-REQ-5=leadership-first | FetchRequest | observer"
+covers "rule COMMON-2 | UNKNOWN_LEADER_EPOCH #1"
+covers "rule COMMON-2 | UNKNOWN_LEADER_EPOCH #8"
+covers "rule FETCH-REQ-2B | UNKNOWN_LEADER_EPOCH #1"
+covers "rule FETCH-REQ-2B | UNKNOWN_LEADER_EPOCH #8"
+cluster voters=[1, 2, 3] observers=[4]
+node 4
+
+step request from 2: FetchRequest(ClusterId="kraft-cluster", ReplicaId=2, CurrentLeaderEpoch=1, LastFetchedEpoch=0)
+  expect response FetchResponse(PartitionErrorCode=UNKNOWN_LEADER_EPOCH, CurrentLeader=LeaderIdAndEpoch(LeaderEpoch=0), Records=[])
+  expect state observer epoch=0
+  rules FETCH-REQ-2B COMMON-1 COMMON-2
+  allowed FETCH-REQ-5=leadership-first
+    expect response FetchResponse(PartitionErrorCode=NOT_LEADER_OR_FOLLOWER, CurrentLeader=LeaderIdAndEpoch(LeaderEpoch=0), Records=[])
+    expect state observer epoch=0
+"""
+
+HEADER = """\
+cluster voters=[1, 2, 3]
+node 2
+"""
+
+
+def corpus_files() -> list[Path]:
+    return [path for corpus in shipped_corpora().values() for path in sorted(corpus.glob("*.jsonl"))]
+
+
+def test_the_shipped_corpora_are_all_there():
+    assert {path.parent.name for path in corpus_files()} == {"traces", "kafka-3.9", "kafka-4.3"}
+    assert len(corpus_files()) > 2000
+
+
+@pytest.mark.parametrize("corpus", sorted(shipped_corpora()))
+def test_every_shipped_trace_is_its_scenario_compiled(corpus):
+    """trace -> scenario -> trace is the identity, to the byte, over every shipped corpus."""
+    for path in sorted(shipped_corpora()[corpus].glob("*.jsonl")):
+        data = path.read_bytes()
+        scenario = parse(Path("x.scenario"), scenario_text(traces.parse(path, data)))
+        assert traces.to_jsonl(scenario.trace) == data, path
+
+
+def test_a_trace_prints_readably():
+    assert scenario_text(traces.read(CELL_15)) == CELL_15_SCENARIO
+
+
+def test_traces_show_as_scenario(capsys):
+    assert main(["traces", "show", str(CELL_15), "--as", "scenario"]) == 0
+    out, err = capsys.readouterr()
+    assert (out, err) == (CELL_15_SCENARIO, "")
+
+
+def test_a_hand_written_scenario_compiles_to_the_trace_it_means():
+    text = HEADER + """\
+initial epoch=1 leader_id=1 log=e1[0..1]{LeaderChangeMessage(LeaderId=1), 7} e3[2..2]{8}  # a comment
+# before step 1
+step request from 1: VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=4, CandidateId=3)
+  expect response VoteResponse(ErrorCode=NONE, LeaderEpoch=4, VoteGranted=true)
+  expect state voted epoch=4 voted_id=3 log=e1[0..1] e3[2..2]
+step timer election_timeout
+"""
+    scenario = parse(Path("s.scenario"), text)
+    header, (first, second) = scenario.trace.header, scenario.trace.steps
+    assert (header.name, header.node, header.cluster.voters, header.cluster.observers, header.cluster.cluster_id) == ("s", 2, (1, 2, 3), (), "kraft-cluster")
+    assert [(r.Offset, r.Epoch) for r in header.initial.log] == [(0, 1), (1, 1), (2, 3)]
+    assert [r.Value for r in header.initial.log][1:] == [7, 8]
+    assert header.initial.log[0].Value.LeaderId == 1
+    assert (header.initial.epoch, header.initial.leader_id, header.initial.voted_id) == (1, 1, -1)
+    assert first.input.source == 1 and first.input.message.CandidateEpoch == 4
+    assert (first.expect.response.ErrorCode, first.expect.response.VoteGranted) == (0, True)
+    assert first.errors == {"response.ErrorCode": "NONE", "response.PartitionErrorCode": "NONE"}
+    assert first.note == "request from 1: VoteRequest(ClusterId='kraft-cluster', CandidateEpoch=4, CandidateId=3)"
+    assert first.state.log == ((0, 1), (1, 1), (2, 3)) and first.state.log_end_offset == 3 and first.state.leader_id == -1
+    assert (second.step, second.input.kind.value, second.expect, second.state) == (2, "election_timeout", traces.Outputs(), None)
+    assert scenario.step_lines == (5, 8)
+    assert scenario.comments == {1: ["# a comment", "# before step 1"]}  # after the first statement: before the step that follows
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        (HEADER + "step request from 1: VoteRequest(CandidateEpoch=1,)\n", '3:51: unexpected \')\'; expected a name'),
+        (HEADER + "step request form 1", "3:14: unexpected 'form'; expected \"from\""),
+        (HEADER + "step request from 1: VoteRequest(Epoch=1)\n", "3:34: VoteRequest has no field 'Epoch'; expected one of ClusterId, CandidateEpoch, CandidateId, LastOffsetEpoch, LastOffset, PreVote"),
+        (HEADER + "step request from 7: VoteRequest()\n", "3:19: unknown node 7; expected one of 1, 2, 3 or -1 (an admin client)"),
+        (HEADER + "step request from 1: VoteResponse()\n", "3:22: expected a request message: one of"),
+        (HEADER + "step request from 1: VoteRequest()\n  expect response VoteResponse(ErrorCode=NO_SUCH_ERROR)\n", "4:42: unknown error code 'NO_SUCH_ERROR'"),
+        (HEADER + "step request from 1: VoteRequest()\n  expect response FetchResponse()\n", "4:19: expected the response to a VoteRequest message: VoteResponse, got 'FetchResponse'"),
+        (HEADER + "step timer lunch\n", "3:12: unknown timer 'lunch'; expected one of fetch_timeout, election_timeout, progress_timeout, request_timeout"),
+        (HEADER + "initial log=e1[0..2]{1, 2}\n", "3:13: epoch range e1[0..2] holds 3 records and gives 2 values; expected one value per offset"),
+        (HEADER + "initial epoch=x\n", "3:15: unexpected name 'x'"),
+        (HEADER + "step crash\nnode 3\n", "4:1: expected a step: the node statement belongs before the first step"),
+        ("cluster voters=[1, 2, 3]\nnode 4\nstep crash\n", "2:1: node 4 is not a member of the cluster: expected one of 1, 2, 3"),
+        ("cluster voters=[]\nnode 1\n", "1:1: impossible cluster:"),
+        ("node 1\nstep crash\n", "1:1: expected exactly one of a cluster statement"),
+        (HEADER + "step crash\n  expect send to 9: FetchRequest()\n", "4:18: unknown node 9; expected one of 1, 2, 3"),
+        (HEADER + "node 3\n", "3:1: a second node statement; the first is at line 2"),
+        (HEADER + "step crash\n  expect state voted\n", "4:3: not a valid Observed: Object missing required field `epoch`"),
+    ],
+)
+def test_errors_name_file_line_column_and_what_was_expected(text, error):
+    with pytest.raises(ScenarioError) as raised:
+        parse(Path("bad.scenario"), text)
+    assert str(raised.value).startswith(f"bad.scenario:{error}"), str(raised.value)
