@@ -239,6 +239,34 @@ def build_parser() -> argparse.ArgumentParser:
     add_engine_options(cert, "the replay")
     cert.set_defaults(run=command("certify"))
 
+    scenario_commands = commands.add_parser(
+        "scenario",
+        help="run hand-written scenarios through an adapter, or record their expectations",
+        description="Scenarios are conformance traces written for people (spec/scenario-format.md).",
+    )
+    scenario_sub = scenario_commands.add_subparsers(dest="scenario_command", required=True, metavar="SUBCOMMAND")
+    scenario_run = scenario_sub.add_parser(
+        "run",
+        help="replay scenario files through an adapter: a pass/fail table and the first failure",
+        description="Replay each scenario through an adapter as certify replays a trace (every outcome the specification allows "
+        "accepted); a scenario whose expectations are not the reference model's fails at its step's line. Steps that name no "
+        "rules take the model's. Exit 0 when every scenario passes, 1 when one fails, 2 on unusable input (a scenario that "
+        "cannot be read, named with its line and column; an adapter).",
+    )
+    scenario_run.add_argument("files", nargs="+", metavar="FILE", help="scenario files")
+    scenario_run.add_argument("--adapter", default="reference", help="as for certify (default reference): reference[:OPTIONS], mutant:NAME, subprocess:COMMAND, kafka[:VERSION]")
+    scenario_run.add_argument("--step-timeout", type=float, default=10.0, help="seconds a subprocess adapter may take per reply (default 10, at most 3600)")
+    scenario_run.set_defaults(run=command("scenario"))
+    scenario_record = scenario_sub.add_parser(
+        "record",
+        help="fill in the scenarios' expectations from the reference model, in place",
+        description="Rewrite each scenario file with every expectation, rule and allowed outcome the reference model gives for "
+        "its inputs, keeping its comments: writing a case means writing its inputs. Every file is read and recorded before any "
+        "is written, and each is replaced whole; exit 2, nothing written, when one cannot be read.",
+    )
+    scenario_record.add_argument("files", nargs="+", metavar="FILE", help="scenario files")
+    scenario_record.set_defaults(run=command("scenario", "record"))
+
     choose = commands.add_parser(
         "choices",
         help="list where the specification allows several behaviours, or check that every reading conforms",

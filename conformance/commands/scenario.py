@@ -1,0 +1,41 @@
+"""`kraftcheck scenario run | record`: replay scenario files through an adapter; fill in their expectations."""
+
+import argparse
+from pathlib import Path
+
+from adapters.registry import adapter_factory
+from conformance.certify.replay import failure_text
+from conformance.certify.reports.terminal import side_by_side
+from conformance.certify.reports.wording import FAILING, allowed_text
+from conformance.scenario import parser
+from conformance.scenario.run import recorded, run_scenario
+from conformance.text import wrapped_table
+from spec.trace import write_bytes_atomically
+
+
+def run(args: argparse.Namespace) -> int:
+    scenarios = [(Path(name), parser.read(Path(name))) for name in args.files]  # every file readable before any runs
+    with adapter_factory(args.adapter, step_timeout=args.step_timeout) as make_adapter:
+        results = [run_scenario(make_adapter, path, scenario) for path, scenario in scenarios]
+    rows = [(r.trace, r.node, r.steps, "passes" if r.passed else r.verdict, "-" if r.passed else failure_text(r)) for r in results]
+    print(wrapped_table(rows, ("scenario", "node", "steps", "verdict", "first failure"), [None, None, None, None, 70]))
+    failing = [r for r in results if r.verdict in FAILING]
+    print(f"\n{len(results)} scenarios, {len(results) - len(failing)} pass, {len(failing)} fail (adapter {args.adapter})")
+    if failing:
+        first = failing[0]
+        print(f"\nfirst failure, {first.trace}:\n  {failure_text(first)}")
+        if first.divergence and first.divergence.allowed:
+            print(f"  {allowed_text(first.divergence)}")
+        if first.divergence and first.divergence.expected_json:
+            print(side_by_side(first.divergence.differing, first.divergence.expected_json, first.divergence.actual_json))
+    return 1 if failing else 0
+
+
+def record(args: argparse.Namespace) -> int:
+    """Every file parsed and recorded before any is written, each written whole or not at all."""
+    paths = [Path(name) for name in args.files]
+    texts = [recorded(path, parser.read(path)) for path in paths]
+    for path, text in zip(paths, texts):
+        write_bytes_atomically(path, text.encode("utf-8"))
+        print(f"recorded {path}")
+    return 0
