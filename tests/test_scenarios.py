@@ -124,3 +124,122 @@ def test_errors_name_file_line_column_and_what_was_expected(text, error):
     with pytest.raises(ScenarioError) as raised:
         parse(Path("bad.scenario"), text)
     assert str(raised.value).startswith(f"bad.scenario:{error}"), str(raised.value)
+
+
+# scenario run / record -------------------------------------------------------------------
+
+LIBRARY = sorted((ROOT / "traces" / "scenarios").glob("*.scenario"))
+
+VOTE_INPUTS = """\
+# A voter grants its vote to a candidate with an up-to-date log.
+cluster voters=[1, 2, 3]
+node 2
+
+step request from 3: VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=3)
+# the leader of a later epoch begins it
+step request from 1: BeginQuorumEpochRequest(ClusterId="kraft-cluster", LeaderId=1, LeaderEpoch=2)
+"""
+
+VOTE_RECORDED = """\
+# A voter grants its vote to a candidate with an up-to-date log.
+scenario "vote"
+cluster voters=[1, 2, 3]
+node 2
+
+step request from 3: VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=3)
+  expect response VoteResponse(LeaderId=-1, LeaderEpoch=1, VoteGranted=true)
+  expect state voted epoch=1 voted_id=3
+  rules VOTE-REQ-4 VOTE-REQ-4B VOTE-LOG-1 QSTATE-2 COMMON-2
+
+# the leader of a later epoch begins it
+step request from 1: BeginQuorumEpochRequest(ClusterId="kraft-cluster", LeaderId=1, LeaderEpoch=2)
+  expect response BeginQuorumEpochResponse(LeaderId=1, LeaderEpoch=2)
+  expect send to 1: FetchRequest(ClusterId="kraft-cluster", ReplicaId=2, CurrentLeaderEpoch=2, LastFetchedEpoch=0)
+  expect state follower epoch=2 leader_id=1
+  rules BEGIN-REQ-4 QSTATE-2 COMMON-2
+"""
+
+
+def test_the_library_passes_on_the_reference(capsys):
+    assert len(LIBRARY) >= 10
+    assert main(["scenario", "run", *map(str, LIBRARY)]) == 0
+    out, err = capsys.readouterr()
+    rows = [line.split() for line in out.splitlines()[2 : 2 + len(LIBRARY)]]
+    assert [(row[0], row[3]) for row in rows] == [(str(path), "passes") for path in LIBRARY]
+    assert f"{len(LIBRARY)} scenarios, {len(LIBRARY)} pass, 0 fail (adapter reference)" in out
+    assert err == ""
+
+
+@pytest.mark.parametrize(
+    "mutant, scenario, failure",
+    [
+        (
+            "hw-any-epoch",
+            "figure8-leader-commits-own-epoch-only",
+            "step 4 (request from 2: FetchRequest(ClusterId='kraft-cluster', ReplicaId=2, CurrentLeaderEpoch=3, FetchOffset=2, LastFetchedEpoch=2)): "
+            "response.HighWatermark: expected 0, got 2 [rules FETCH-REQ-4 HW-1]",
+        ),
+        (
+            "vote-foreign-cluster",
+            "cluster-id-mismatch-vote",
+            "step 1 (request from 3: VoteRequest(ClusterId='other-cluster', CandidateEpoch=1, CandidateId=3)): "
+            "response.ErrorCode: expected 104 INCONSISTENT_CLUSTER_ID, got 0 NONE [rules VOTE-REQ-1 COMMON-2]",
+        ),
+        (
+            "end-successor-waits",
+            "end-quorum-preferred-successor",
+            "step 2 (request from 1: EndQuorumEpochRequest(ClusterId='kraft-cluster', ReplicaId=1, LeaderId=1, LeaderEpoch=1, PreferredSuccessors=(2, 3))): "
+            "response.LeaderId: expected -1, got 1 [rules COMMON-2 END-REQ-5 ELECT-4 QSTATE-2]",
+        ),
+        (
+            "truncate-by-offset-only",
+            "diverging-epoch-truncation",
+            "step 2 (response from 1: FetchResponse(DivergingEpoch=EpochEndOffset(Epoch=1, EndOffset=2), CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=4), Records=())): "
+            "sends: expected to 1: FetchRequest(ClusterId='kraft-cluster', ReplicaId=3, CurrentLeaderEpoch=4, FetchOffset=1, LastFetchedEpoch=1) "
+            "(missing: to 1: FetchRequest(ClusterId='kraft-cluster', ReplicaId=3, CurrentLeaderEpoch=4, FetchOffset=1, LastFetchedEpoch=1)), "
+            "got to 1: FetchRequest(ClusterId='kraft-cluster', ReplicaId=3, CurrentLeaderEpoch=4, FetchOffset=2, LastFetchedEpoch=2) "
+            "(unexpected: to 1: FetchRequest(ClusterId='kraft-cluster', ReplicaId=3, CurrentLeaderEpoch=4, FetchOffset=2, LastFetchedEpoch=2)) "
+            "[rules FETCH-RESP-2 K101-3 FETCH-SEND-2 FETCH-SEND-1]",
+        ),
+    ],
+)
+def test_the_library_fails_on_mutants_with_a_readable_first_failure(capsys, mutant, scenario, failure):
+    assert main(["scenario", "run", *map(str, LIBRARY), "--adapter", f"mutant:{mutant}"]) == 1
+    out, _ = capsys.readouterr()
+    path = ROOT / "traces" / "scenarios" / f"{scenario}.scenario"
+    assert f"\nfirst failure, {path}:\n  {failure}\n" in out
+    assert [line.split()[0] for line in out.splitlines() if " departs " in line] == [str(path)]
+    assert f"{len(LIBRARY)} scenarios, {len(LIBRARY) - 1} pass, 1 fail (adapter mutant:{mutant})" in out
+
+
+def test_record_fills_in_the_expectations_and_keeps_the_comments(tmp_path, capsys):
+    scenario = tmp_path / "vote.scenario"
+    scenario.write_text(VOTE_INPUTS)
+    assert main(["scenario", "run", str(scenario)]) == 1  # no expectations: the model's response is missing
+    out, _ = capsys.readouterr()
+    assert f"{scenario}:5: step 1: response is recorded as no response, the specification's model gives VoteResponse(LeaderId=-1, LeaderEpoch=1, VoteGranted=True)" in out
+    assert main(["scenario", "record", str(scenario)]) == 0
+    assert scenario.read_text() == VOTE_RECORDED
+    assert main(["scenario", "run", str(scenario)]) == 0
+
+
+def test_a_wrong_expectation_fails_at_its_line(tmp_path, capsys):
+    scenario = tmp_path / "wrong.scenario"
+    scenario.write_text(VOTE_RECORDED.replace("VoteGranted=true)", "VoteGranted=false)"))
+    assert main(["scenario", "run", str(scenario)]) == 1
+    out, _ = capsys.readouterr()
+    assert f"\nfirst failure, {scenario}:\n  {scenario}:6: step 1: response.VoteGranted is recorded as False, the specification's model gives True\n" in out
+
+
+def test_unreadable_scenarios_end_the_command_with_their_place_and_write_nothing(tmp_path, capsys):
+    good, bad = tmp_path / "good.scenario", tmp_path / "bad.scenario"
+    good.write_text(VOTE_INPUTS)
+    bad.write_text(HEADER + "step request from 1: VoteRequest(Epoch=1)\n")
+    assert main(["scenario", "record", str(good), str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert (out, good.read_text()) == ("", VOTE_INPUTS)
+    assert err.startswith(f"kraftcheck: {bad}:3:34: VoteRequest has no field 'Epoch'") and "Traceback" not in err
+    assert main(["scenario", "run", str(good), str(bad)]) == 2
+    assert capsys.readouterr().err.startswith(f"kraftcheck: {bad}:3:34: ")
+    assert main(["scenario", "run", str(tmp_path / "missing.scenario")]) == 2
+    assert capsys.readouterr().err == f"kraftcheck: {tmp_path / 'missing.scenario'}: cannot read: No such file or directory\n"
