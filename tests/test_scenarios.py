@@ -8,7 +8,7 @@ import pytest
 from conformance.cli import main
 from conformance.corpus.generate import shipped_corpora
 from conformance.scenario.parser import ScenarioError, parse
-from conformance.scenario.printer import scenario_text
+from conformance.scenario.printer import cluster_scenario_text, scenario_text
 from spec import trace as traces
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +111,7 @@ step timer election_timeout
         (HEADER + "step timer lunch\n", "3:12: unknown timer 'lunch'; expected one of fetch_timeout, election_timeout, progress_timeout, request_timeout"),
         (HEADER + "initial log=e1[0..2]{1, 2}\n", "3:13: epoch range e1[0..2] holds 3 records and gives 2 values; expected one value per offset"),
         (HEADER + "initial epoch=x\n", "3:15: unexpected name 'x'"),
-        (HEADER + "step crash\nnode 3\n", "4:1: expected a step: the node statement belongs before the first step"),
+        (HEADER + "step crash\nnode 3\n", "4:1: the node statement belongs before the first step"),
         ("cluster voters=[1, 2, 3]\nnode 4\nstep crash\n", "2:1: node 4 is not a member of the cluster: expected one of 1, 2, 3"),
         ("cluster voters=[]\nnode 1\n", "1:1: impossible cluster:"),
         ("node 1\nstep crash\n", "1:1: expected exactly one of a cluster statement"),
@@ -243,3 +243,79 @@ def test_unreadable_scenarios_end_the_command_with_their_place_and_write_nothing
     assert capsys.readouterr().err.startswith(f"kraftcheck: {bad}:3:34: ")
     assert main(["scenario", "run", str(tmp_path / "missing.scenario")]) == 2
     assert capsys.readouterr().err == f"kraftcheck: {tmp_path / 'missing.scenario'}: cannot read: No such file or directory\n"
+
+
+# scenarios of the whole cluster, counterexamples --------------------------------------------
+
+FORGET_VOTE = """\
+# SAFE-2 violated: voter 1 voted for 1 and 2 in epoch 1
+# found by kraftcheck check, configuration faults (2 voters, 1 client value, at most 2 elections, a crash and restart, duplication, loss, leader progress timeouts (overridden: profile))
+scenario "counterexample-faults-SAFE-2"
+cluster voters=[1, 2] profile="faulty-forget-vote"
+do timer 1 election_timeout
+do crash 1
+do restart 1
+do timer 2 election_timeout
+do deliver from 2 to 1: VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=2, LastOffset=-1)
+  expect violated SAFE-2
+"""
+
+
+def counterexample(tmp_path: Path, profile: str, prop: str) -> Path:
+    assert main(["check", "--config", "faults", "--profile", profile, "--workers", "1", "--out", str(tmp_path)]) == 1
+    return tmp_path / f"counterexample-faults-{prop}.jsonl"
+
+
+def test_a_counterexample_shows_as_a_cluster_scenario(tmp_path, capsys):
+    saved = counterexample(tmp_path, "faulty-forget-vote", "SAFE-2")
+    capsys.readouterr()
+    assert main(["traces", "show", str(saved), "--as", "scenario"]) == 0
+    assert capsys.readouterr().out == FORGET_VOTE
+
+
+@pytest.mark.parametrize("profile, prop", [("faulty-forget-vote", "SAFE-2"), ("faulty-truncate-to-hw", "SAFE-9")])
+def test_running_a_counterexample_scenario_reproduces_the_violation(tmp_path, capsys, profile, prop):
+    saved = counterexample(tmp_path, profile, prop)
+    capsys.readouterr()
+    assert main(["traces", "show", str(saved), "--as", "scenario"]) == 0
+    scenario = tmp_path / "counterexample.scenario"
+    scenario.write_text(capsys.readouterr().out)
+    assert main(["scenario", "run", str(scenario)]) == 0
+    assert capsys.readouterr().out.splitlines()[2].split()[1:4] == ["all", str(len(saved.read_text().splitlines()) - 1), "passes"]
+    # under the correct model the same actions break nothing: the expectation fails at the last step
+    scenario.write_text(scenario.read_text().replace(f'profile="{profile}"', 'profile="kip595"'))
+    assert main(["scenario", "run", str(scenario)]) == 1
+    assert f"expected {prop} violated, it holds" in capsys.readouterr().out
+
+
+def test_a_cluster_scenario_checks_properties_and_node_states(tmp_path, capsys):
+    scenario = tmp_path / "run.scenario"
+    scenario.write_text(FORGET_VOTE.replace("  expect violated SAFE-2\n", "  expect violated SAFE-2\n  expect holds SAFE-1 SAFE-3\n  expect node 1 state voted epoch=1 voted_id=1\n"))
+    assert main(["scenario", "run", str(scenario)]) == 1
+    out, _ = capsys.readouterr()
+    assert f"  {scenario}:9: step 5 (deliver from 2 to 1: VoteRequest(ClusterId=\"kraft-cluster\", CandidateEpoch=1, CandidateId=2, LastOffset=-1)): node 1: expected state voted epoch=1 voted_id=1, got state voted epoch=1 voted_id=2\n" in out
+    scenario.write_text(FORGET_VOTE.replace("do crash 1\n", "do deliver from 1 to 2: VoteRequest(ClusterId=\"kraft-cluster\", CandidateEpoch=2, CandidateId=1)\n"))
+    assert main(["scenario", "run", str(scenario)]) == 1
+    out, _ = capsys.readouterr()
+    assert f"  {scenario}:6: step 2 (deliver from 1 to 2: VoteRequest(ClusterId=\"kraft-cluster\", CandidateEpoch=2, CandidateId=1)): no such message in flight; in flight: from 1 to 2: VoteRequest(ClusterId=\"kraft-cluster\", CandidateEpoch=1, CandidateId=1, LastOffset=-1)\n" in out
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("cluster voters=[1, 2]\ndo timer 3 election_timeout\n", "2:10: unknown node 3; expected one of 1, 2"),
+        ("cluster voters=[1, 2]\ndo crash 1\n  expect violated SAFE-99\n", "3:19: unknown safety property 'SAFE-99'; expected one of SAFE-1,"),
+        ("cluster voters=[1, 2]\ndo crash 1\nstep crash\n", "3:1: expected a do statement: a scenario is of one node (step) or of the whole cluster (do)"),
+        ("cluster voters=[1, 2]\nnode 1\ndo crash 1\n", "2:1: a node statement in a scenario of the whole cluster (do)"),
+        ("cluster voters=[1, 2]\ndo deliver from 1 to 2: VoteResponse()\n", "2:25: expected a request (a response names the request it answers: RESPONSE for REQUEST) message"),
+    ],
+)
+def test_cluster_scenario_errors_name_their_place(text, error):
+    with pytest.raises(ScenarioError) as raised:
+        parse(Path("bad.scenario"), text)
+    assert str(raised.value).startswith(f"bad.scenario:{error}"), str(raised.value)
+
+
+def test_a_cluster_scenario_prints_as_it_parses():
+    scenario = parse(Path("x.scenario"), FORGET_VOTE)
+    assert cluster_scenario_text(scenario) == FORGET_VOTE

@@ -8,6 +8,8 @@ from conformance.certify.replay import failure_text
 from conformance.certify.reports.terminal import side_by_side
 from conformance.certify.reports.wording import FAILING, allowed_text
 from conformance.scenario import parser
+from conformance.scenario.cluster_run import run_cluster_scenario
+from conformance.scenario.parser import Scenario
 from conformance.scenario.run import recorded, run_scenario
 from conformance.text import readable, wrapped_table
 from spec.trace import write_bytes_atomically
@@ -18,8 +20,11 @@ FAILURE_CELL = 240  # characters of a failure in the table; the first failure is
 def run(args: argparse.Namespace) -> int:
     scenarios = [(Path(name), parser.read(Path(name))) for name in args.files]  # every file readable before any runs
     with adapter_factory(args.adapter, step_timeout=args.step_timeout) as make_adapter:
-        results = [run_scenario(make_adapter, path, scenario) for path, scenario in scenarios]
-    rows = [(r.trace, r.node, r.steps, "passes" if r.passed else r.verdict, "-" if r.passed else readable(failure_text(r), FAILURE_CELL)) for r in results]
+        results = [
+            run_scenario(make_adapter, path, scenario) if type(scenario) is Scenario else run_cluster_scenario(make_adapter, path, scenario)
+            for path, scenario in scenarios
+        ]
+    rows = [(r.trace, r.node if r.node >= 0 else "all", r.steps, "passes" if r.passed else r.verdict, "-" if r.passed else readable(failure_text(r), FAILURE_CELL)) for r in results]
     print(wrapped_table(rows, ("scenario", "node", "steps", "verdict", "first failure"), [None, None, None, None, 70]))
     failing = [r for r in results if r.verdict in FAILING]
     print(f"\n{len(results)} scenarios, {len(results) - len(failing)} pass, {len(failing)} fail (adapter {args.adapter})")

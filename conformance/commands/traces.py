@@ -11,7 +11,8 @@ from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, check_c
 from conformance.diagrams.traces import trace_svg
 from conformance.explore.configs import CheckConfig, resolve
 from conformance.outputs import OutputError
-from conformance.scenario.printer import scenario_text
+from conformance.scenario.counterexamples import counterexample_scenario, is_counterexample
+from conformance.scenario.printer import cluster_scenario_text, scenario_text
 from conformance.text import wrapped_table
 from model.config import ConfigError
 from spec import trace as traces
@@ -48,6 +49,9 @@ def print_schema(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
+    if args.format == "scenario" and is_counterexample(Path(args.file)):
+        sys.stdout.write(cluster_scenario_text(counterexample_scenario(Path(args.file))))
+        return 0
     shown = traces.read(Path(args.file))
     if args.format == "svg":
         return show_svg(shown, args.out)

@@ -13,12 +13,15 @@ import msgspec
 
 from conformance.corpus.reference import error_names, event_text
 from conformance.scenario.notation import ERROR_CODES, KEYWORD_STRUCTS, STATE_DEFAULTS, STRUCTS, is_error_field, log_end
+from model.cluster import Action, Append, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
 from model.config import ConfigError
 from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
 from model.messages import REQUEST_TYPES, RESPONSE_FOR
+from model.network import Envelope
+from model.properties import PROPERTIES
 from spec import trace as traces
-from spec.trace import Alternative, Header, Observed, Outputs, Persisted, Step, Trace
+from spec.trace import Alternative, Header, Observed, Outputs, Persisted, Step, Trace, TraceCluster
 
 GRAMMAR = Path(traces.__file__).with_name("scenario.lark")
 _BARE = {"resign": Resign, "crash": Crash, "restart": Restart, "fetch_next": FetchNext}
@@ -45,6 +48,25 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     the step they come before (0: the header; one past the last step: the end)."""
 
     trace: Trace
+    step_lines: tuple[int, ...]
+    comments: dict[int, list[str]]
+
+
+class ClusterStep(msgspec.Struct, frozen=True, kw_only=True):
+    """One action on the whole cluster and what must hold after it."""
+
+    action: Action
+    violated: tuple[str, ...] = ()  # safety properties (SAFE-*) violated after the action
+    holds: tuple[str, ...] = ()  # and those that hold
+    states: tuple[tuple[int, Observed], ...] = ()  # node -> its observable state after the action
+
+
+class ClusterScenario(msgspec.Struct, frozen=True, kw_only=True):
+    """A parsed scenario of the whole cluster: a fresh cluster, the actions taken on it."""
+
+    name: str
+    cluster: TraceCluster
+    steps: tuple[ClusterStep, ...]
     step_lines: tuple[int, ...]
     comments: dict[int, list[str]]
 
@@ -104,38 +126,46 @@ class _Compiler:
         line, column = (where.line, where.column) if isinstance(where, lark.Token) else (where.meta.line, where.meta.column)
         return ScenarioError(f"{self.path}:{line}:{column}: {message}")
 
-    def scenario(self, tree: lark.Tree, comments: list[tuple[int, str]]) -> Scenario:
+    def scenario(self, tree: lark.Tree, comments: list[tuple[int, str]]) -> "Scenario | ClusterScenario":
         header: dict[str, object] = {"covers": []}
         seen: dict[str, lark.Tree] = {}
-        steps: list[Step] = []
+        steps: list = []
         lines: list[int] = []
+        mode = "step"
         for statement in tree.children:
             kind = statement.data
-            if kind == "step":
+            if kind in ("step", "do"):
+                if steps and kind != mode:
+                    raise self.error(statement, f"expected a {'step' if kind == 'do' else 'do'} statement: a scenario is of one node (step) or of the whole cluster (do)")
                 if not steps:
-                    self.check_header(tree, header, seen)
-                steps.append(self.step(statement, len(steps) + 1, header))
+                    self.check_header(tree, header, seen, run=kind == "do")
+                    mode = kind
+                steps.append(self.step(statement, len(steps) + 1, header) if kind == "step" else self.action_step(statement, header))
                 lines.append(statement.meta.line)
                 continue
             if steps:
-                raise self.error(statement, f"expected a step: the {kind} statement belongs before the first step")
+                raise self.error(statement, f"the {kind} statement belongs before the first step")
             if kind in seen and kind != "covers":
                 raise self.error(statement, f"a second {kind} statement; the first is at line {seen[kind].meta.line}")
             seen[kind] = statement
             self.header_statement(statement, header)
         if not steps:
-            self.check_header(tree, header, seen)
+            self.check_header(tree, header, seen, run="node" not in header and "cluster" in header)
+        first = tree.children[0].meta.line if tree.children else 1
+        name = header.get("scenario", self.path.stem.removesuffix(".scenario"))
+        placed = _placed(comments, first, lines)
+        if "node" not in header:
+            return ClusterScenario(name=name, cluster=header["cluster"], steps=tuple(steps), step_lines=tuple(lines), comments=placed)
         made = Header(
             kind=traces.KIND,
             format_version=traces.FORMAT_VERSION,
-            name=header.get("scenario", self.path.stem.removesuffix(".scenario")),
+            name=name,
             steps=len(steps),
             covers=tuple(header["covers"]),
             initial=header.get("initial", Persisted()),  # stated, as the traces kraftcheck makes state it
             **{name: header[name] for name in ("origin", "cluster", "partition", "node") if name in header},
         )
-        first = tree.children[0].meta.line if tree.children else 1
-        return Scenario(trace=Trace(header=made, steps=tuple(steps)), step_lines=tuple(lines), comments=_placed(comments, first, lines))
+        return Scenario(trace=Trace(header=made, steps=tuple(steps)), step_lines=tuple(lines), comments=placed)
 
     def header_statement(self, statement: lark.Tree, header: dict[str, object]) -> None:
         kind, children = statement.data, statement.children
@@ -148,13 +178,20 @@ class _Compiler:
         else:
             header[kind] = self.keyword_struct(kind, statement)
 
-    def check_header(self, tree: lark.Tree, header: dict[str, object], seen: dict[str, lark.Tree]) -> None:
-        """The header must say where the node is and who it is, before the first step."""
+    def check_header(self, tree: lark.Tree, header: dict[str, object], seen: dict[str, lark.Tree], run: bool) -> None:
+        """The header must say where the node is and who it is before the first step; a cluster
+        scenario (`run`) names a KRaft cluster and no node."""
         where = tree.children[0] if tree.children else lark.Token("NAME", "", line=1, column=1)
+        if run:
+            for kind in ("partition", "node", "initial"):
+                if kind in seen:
+                    raise self.error(seen[kind], f"a {kind} statement in a scenario of the whole cluster (do): expected a cluster and actions")
+            if "cluster" not in header:
+                raise self.error(where, "expected a cluster statement: the KRaft cluster the actions run on")
         if ("cluster" in header) == ("partition" in header):
             place = seen.get("partition", where) if "cluster" in header else where
             raise self.error(place, "expected exactly one of a cluster statement (a KRaft node) and a partition statement (an ISR replica)")
-        if "node" not in header:
+        if "node" not in header and not run:
             raise self.error(where, "expected a node statement: the node under test")
         setting = header.get("cluster", header.get("partition"))
         place = seen["cluster" if "cluster" in header else "partition"]
@@ -162,7 +199,7 @@ class _Compiler:
             members = setting.config().nodes if "cluster" in header else setting.config().replicas
         except ConfigError as error:
             raise self.error(place, f"impossible {place.data}: {error}") from None
-        if header["node"] not in members:
+        if not run and header["node"] not in members:
             raise self.error(seen["node"], f"node {header['node']} is not a member of the {place.data}: expected one of {', '.join(map(str, members))}")
         header["members"] = members
 
@@ -186,6 +223,44 @@ class _Compiler:
         choices = [child for child in clause.children if isinstance(child, lark.Token)]
         expect, state = self.outcome(event, header, [child for child in clause.children if isinstance(child, lark.Tree)])
         return Alternative(choices=dict(str(choice).split("=", 1) for choice in choices), expect=expect, state=state)
+
+    def action_step(self, statement: lark.Tree, header: dict[str, object]) -> "ClusterStep":
+        source, *clauses = statement.children
+        action = self.action(source, header)
+        violated, holds, states = [], [], []
+        for clause in clauses:
+            if clause.data == "expect_property":
+                verdict, *rules = clause.children
+                for rule in rules:
+                    if str(rule) not in PROPERTIES:
+                        raise self.error(rule, f"unknown safety property {str(rule)!r}; expected one of {', '.join(PROPERTIES)}")
+                (violated if str(verdict) == "violated" else holds).extend(str(rule) for rule in rules)
+            else:
+                node, role, *kwargs = clause.children
+                state = self.state(lark.Tree("expect_state", [role, *kwargs], clause.meta))
+                states.append((self.node_id(node, header), state))
+        return ClusterStep(action=action, violated=tuple(violated), holds=tuple(holds), states=tuple(states))
+
+    def action(self, source: lark.Tree, header: dict[str, object]) -> Action:
+        kind, children = source.data, source.children
+        if kind in ("deliver", "drop"):
+            offset = 1 if kind == "deliver" else 0
+            sender, receiver, message, *answered = children[offset:]
+            if answered:
+                request = self.message(answered[0], REQUEST_TYPES, "a request")
+                envelope_message = self.message(message, (RESPONSE_FOR[type(request)],), f"the response to a {type(request).__name__}")
+            else:
+                request, envelope_message = None, self.message(message, REQUEST_TYPES, "a request (a response names the request it answers: RESPONSE for REQUEST)")
+            envelope = Envelope(source=self.node_id(sender, header), destination=self.node_id(receiver, header), message=envelope_message, request=request)
+            return Deliver(envelope=envelope, duplicate=str(children[0]) == "duplicate") if kind == "deliver" else Drop(envelope=envelope)
+        node = self.node_id(children[1] if kind == "node_action" else children[0], header)
+        if kind == "fire":
+            return Fire(node=node, timer=self.event(lark.Tree("timer", [children[1]], source.meta), header).kind)
+        if kind == "append_at":
+            return Append(node=node, value=int(children[1]))
+        if str(children[0]) == "fetch_next":
+            raise self.error(children[0], "fetch_next is an ISR replica's; expected resign, crash or restart")
+        return {"resign": ResignLeader, "crash": CrashNode, "restart": RestartNode}[str(children[0])](node=node)
 
     def event(self, source: lark.Tree, header: dict[str, object]) -> object:
         kind, children = source.data, source.children

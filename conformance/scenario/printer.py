@@ -10,7 +10,9 @@ import json
 import msgspec
 
 from conformance.corpus.reference import error_names, event_text
+from conformance.scenario.parser import ClusterScenario
 from conformance.scenario.notation import ERROR_NAMES, STATE_DEFAULTS, is_error_field, log_end, non_defaults
+from model.cluster import Action, Append, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
 from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Timer
 from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
 from model.isr.state import LeaderAndIsr
@@ -19,6 +21,7 @@ from spec.trace import Alternative, Header, Observed, Outputs, Step, Trace
 
 INDENT = "  "
 _BARE = {Resign: "resign", Crash: "crash", Restart: "restart", FetchNext: "fetch_next"}
+_NODE_ACTIONS = {ResignLeader: "resign", CrashNode: "crash", RestartNode: "restart"}
 
 
 def scenario_text(trace: Trace, comments: dict[int, list[str]] | None = None) -> str:
@@ -166,3 +169,33 @@ def _runs(items: tuple, position) -> list[list]:
 
 def _record_range(run: list[Record]) -> str:
     return f"e{run[0].Epoch}[{run[0].Offset}..{run[-1].Offset}]{{" + ", ".join(value_text(record.Value) for record in run) + "}"
+
+
+def cluster_scenario_text(scenario: ClusterScenario) -> str:
+    """A scenario of the whole cluster (`do` statements), its comments where they were."""
+    comments = scenario.comments
+    lines = [*comments.get(0, []), f"scenario {string(scenario.name)}", keyword_line("cluster", non_defaults(scenario.cluster))]
+    for number, step in enumerate(scenario.steps, start=1):
+        lines.extend(comments.get(number, []))
+        lines.append(f"do {action_text(step.action)}")
+        for verdict, rules in (("violated", step.violated), ("holds", step.holds)):
+            if rules:
+                lines.append(f"{INDENT}expect {verdict} {' '.join(rules)}")
+        lines.extend(f"{INDENT}expect node {node} {state_line(state).removeprefix('expect ')}" for node, state in step.states)
+    lines.extend(comments.get(len(scenario.steps) + 1, []))
+    return "\n".join(lines) + "\n"
+
+
+def action_text(action: Action) -> str:
+    """A cluster action in the scenario language."""
+    kind = type(action)
+    if kind in (Deliver, Drop):
+        envelope = action.envelope
+        verb = "drop" if kind is Drop else "duplicate" if action.duplicate else "deliver"
+        answered = f" for {value_text(envelope.request)}" if envelope.request is not None else ""
+        return f"{verb} from {envelope.source} to {envelope.destination}: {value_text(envelope.message)}{answered}"
+    if kind is Fire:
+        return f"timer {action.node} {action.timer.value}"
+    if kind is Append:
+        return f"append {action.node} {action.value}"
+    return f"{_NODE_ACTIONS[kind]} {action.node}"

@@ -1,0 +1,69 @@
+"""A scenario of the whole cluster: its actions run on the model cluster (model/cluster.py) with
+its expectations checked after each, then its nodes' inputs as node-level traces, replayed
+through an adapter as certify replays a trace."""
+
+from pathlib import Path
+from typing import Callable
+
+import msgspec
+
+from adapters.contract import Adapter
+from adapters.node_models import kraft_observe
+from conformance.certify.replay import CONFORMS, ERROR, TraceResult, replay
+from conformance.corpus.reference import build_trace
+from conformance.scenario.parser import ClusterScenario
+from conformance.scenario.printer import action_text, state_line
+from model import network, properties
+from model.cluster import Cluster, Deliver, Drop, event_of
+from spec.trace import Trace
+
+
+def model_failure(path: Path, scenario: ClusterScenario) -> str | None:
+    """Run the actions on a fresh model cluster: the first expectation that does not hold
+    (or action that cannot be taken), with its line; None when every one holds."""
+    cluster = Cluster(scenario.cluster.config())
+    state = cluster.initial()
+    for number, (step, line) in enumerate(zip(scenario.steps, scenario.step_lines), start=1):
+        where = f"{path}:{line}: step {number} ({action_text(step.action)})"
+        if type(step.action) in (Deliver, Drop) and step.action.envelope not in network.envelopes(state.network):
+            in_flight = "; ".join(action_text(Deliver(envelope=envelope)).removeprefix("deliver ") for envelope in network.envelopes(state.network)) or "none"
+            return f"{where}: no such message in flight; in flight: {in_flight}"
+        state, _ = cluster.apply(state, step.action)
+        violated = {violation.rule: violation.detail for violation in properties.violations(cluster, state)}
+        for rule in step.violated:
+            if rule not in violated:
+                return f"{where}: expected {rule} violated, it holds"
+        for rule in step.holds:
+            if rule in violated:
+                return f"{where}: expected {rule} to hold, it is violated: {violated[rule]}"
+        for node, expected in step.states:
+            actual = kraft_observe(state.nodes[cluster.index[node]])
+            if actual != expected:
+                return f"{where}: node {node}: expected {state_line(expected).removeprefix('expect ')}, got {state_line(actual).removeprefix('expect ')}"
+    return None
+
+
+def node_traces(scenario: ClusterScenario) -> dict[int, Trace]:
+    """Each node's inputs along the actions, as a trace with the reference's expectations."""
+    inputs: dict[int, list] = {node: [] for node in scenario.cluster.config().nodes}
+    for step in scenario.steps:
+        if type(step.action) is not Drop:
+            node, event = event_of(step.action)
+            inputs[node].append(event)
+    origin = f"scenario {scenario.name}: node {{}}'s inputs"
+    return {node: build_trace(f"{scenario.name}-node{node}", scenario.cluster, node, events, origin.format(node)) for node, events in inputs.items() if events}
+
+
+def run_cluster_scenario(make_adapter: Callable[[], Adapter], path: Path, scenario: ClusterScenario) -> TraceResult:
+    """The expectations on the model first (a failure there is the scenario's: verdict error), then
+    every node's trace through the adapter; the first that does not conform is the result."""
+    steps = len(scenario.steps)
+    failure = model_failure(path, scenario)
+    if failure is not None:
+        return TraceResult(trace=str(path), name=scenario.name, node=-1, steps=steps, steps_run=0, verdict=ERROR, passed=False, failure=failure)
+    results = [replay(make_adapter(), trace, f"{path} node {node}") for node, trace in node_traces(scenario).items()]
+    failed = next((result for result in results if not result.passed), None)
+    if failed is not None:
+        return msgspec.structs.replace(failed, trace=str(path), name=scenario.name)
+    rules = tuple(sorted({rule for result in results for rule in result.rules_passed}))
+    return TraceResult(trace=str(path), name=scenario.name, node=-1, steps=steps, steps_run=steps, verdict=CONFORMS, passed=True, rules_passed=rules)
