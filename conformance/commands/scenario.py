@@ -8,7 +8,7 @@ from conformance.certify.replay import failure_text
 from conformance.certify.reports.terminal import side_by_side
 from conformance.certify.reports.wording import FAILING, allowed_text
 from conformance.scenario import parser
-from conformance.scenario.cluster_run import run_cluster_scenario
+from conformance.scenario.cluster_run import model_run, run_cluster_scenario
 from conformance.scenario.parser import Scenario
 from conformance.scenario.run import recorded, run_scenario
 from conformance.text import readable, wrapped_table
@@ -20,10 +20,15 @@ FAILURE_CELL = 240  # characters of a failure in the table; the first failure is
 def run(args: argparse.Namespace) -> int:
     scenarios = [(Path(name), parser.read(Path(name))) for name in args.files]  # every file readable before any runs
     with adapter_factory(args.adapter, step_timeout=args.step_timeout) as make_adapter:
-        results = [
-            run_scenario(make_adapter, path, scenario) if type(scenario) is Scenario else run_cluster_scenario(make_adapter, path, scenario)
-            for path, scenario in scenarios
-        ]
+        results = []
+        for path, scenario in scenarios:
+            if type(scenario) is Scenario:
+                results.append(run_scenario(make_adapter, path, scenario))
+                continue
+            on_model = model_run(path, scenario)
+            for view in on_model.views:
+                print(view + "\n")
+            results.append(run_cluster_scenario(make_adapter, path, scenario, on_model))
     rows = [(r.trace, r.node if r.node >= 0 else "all", r.steps, "passes" if r.passed else r.verdict, "-" if r.passed else readable(failure_text(r), FAILURE_CELL)) for r in results]
     print(wrapped_table(rows, ("scenario", "node", "steps", "verdict", "first failure"), [None, None, None, None, 70]))
     failing = [r for r in results if r.verdict in FAILING]

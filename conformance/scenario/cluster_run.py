@@ -3,7 +3,7 @@ its expectations checked after each, then its nodes' inputs as node-level traces
 through an adapter as certify replays a trace."""
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import msgspec
 
@@ -11,6 +11,7 @@ from adapters.contract import Adapter
 from adapters.node_models import kraft_observe
 from conformance.certify.replay import CONFORMS, ERROR, TraceResult, replay
 from conformance.corpus.reference import build_trace
+from conformance.scenario.describe import quorum_views
 from conformance.scenario.parser import ClusterScenario
 from conformance.scenario.printer import action_text, state_line
 from model import network, properties
@@ -18,29 +19,40 @@ from model.cluster import Cluster, Deliver, Drop, event_of
 from spec.trace import Trace
 
 
-def model_failure(path: Path, scenario: ClusterScenario) -> str | None:
-    """Run the actions on a fresh model cluster: the first expectation that does not hold
-    (or action that cannot be taken), with its line; None when every one holds."""
+class ModelRun(NamedTuple):
+    """A cluster scenario on the model: its first failure (None: every expectation holds) and
+    the quorum views its `describe` clauses asked for, each headed by its place."""
+
+    failure: str | None
+    views: list[str]
+
+
+def model_run(path: Path, scenario: ClusterScenario) -> ModelRun:
+    """Run the actions on a fresh model cluster, up to the first expectation that does not hold
+    (or action that cannot be taken), named with its line."""
     cluster = Cluster(scenario.cluster.config())
     state = cluster.initial()
+    views = []
     for number, (step, line) in enumerate(zip(scenario.steps, scenario.step_lines), start=1):
         where = f"{path}:{line}: step {number} ({action_text(step.action)})"
         if type(step.action) in (Deliver, Drop) and step.action.envelope not in network.envelopes(state.network):
             in_flight = "; ".join(action_text(Deliver(envelope=envelope)).removeprefix("deliver ") for envelope in network.envelopes(state.network)) or "none"
-            return f"{where}: no such message in flight; in flight: {in_flight}"
+            return ModelRun(f"{where}: no such message in flight; in flight: {in_flight}", views)
         state, _ = cluster.apply(state, step.action)
+        if step.describe:
+            views.append(f"{where}: describe\n{quorum_views(cluster, state)}")
         violated = {violation.rule: violation.detail for violation in properties.violations(cluster, state)}
         for rule in step.violated:
             if rule not in violated:
-                return f"{where}: expected {rule} violated, it holds"
+                return ModelRun(f"{where}: expected {rule} violated, it holds", views)
         for rule in step.holds:
             if rule in violated:
-                return f"{where}: expected {rule} to hold, it is violated: {violated[rule]}"
+                return ModelRun(f"{where}: expected {rule} to hold, it is violated: {violated[rule]}", views)
         for node, expected in step.states:
             actual = kraft_observe(state.nodes[cluster.index[node]])
             if actual != expected:
-                return f"{where}: node {node}: expected {state_line(expected).removeprefix('expect ')}, got {state_line(actual).removeprefix('expect ')}"
-    return None
+                return ModelRun(f"{where}: node {node}: expected {state_line(expected).removeprefix('expect ')}, got {state_line(actual).removeprefix('expect ')}", views)
+    return ModelRun(None, views)
 
 
 def node_traces(scenario: ClusterScenario) -> dict[int, Trace]:
@@ -54,13 +66,12 @@ def node_traces(scenario: ClusterScenario) -> dict[int, Trace]:
     return {node: build_trace(f"{scenario.name}-node{node}", scenario.cluster, node, events, origin.format(node)) for node, events in inputs.items() if events}
 
 
-def run_cluster_scenario(make_adapter: Callable[[], Adapter], path: Path, scenario: ClusterScenario) -> TraceResult:
-    """The expectations on the model first (a failure there is the scenario's: verdict error), then
-    every node's trace through the adapter; the first that does not conform is the result."""
+def run_cluster_scenario(make_adapter: Callable[[], Adapter], path: Path, scenario: ClusterScenario, on_model: ModelRun) -> TraceResult:
+    """After its run on the model (a failure there is the scenario's: verdict error), every
+    node's trace through the adapter; the first that does not conform is the result."""
     steps = len(scenario.steps)
-    failure = model_failure(path, scenario)
-    if failure is not None:
-        return TraceResult(trace=str(path), name=scenario.name, node=-1, steps=steps, steps_run=0, verdict=ERROR, passed=False, failure=failure)
+    if on_model.failure is not None:
+        return TraceResult(trace=str(path), name=scenario.name, node=-1, steps=steps, steps_run=0, verdict=ERROR, passed=False, failure=on_model.failure)
     results = [replay(make_adapter(), trace, f"{path} node {node}") for node, trace in node_traces(scenario).items()]
     failed = next((result for result in results if not result.passed), None)
     if failed is not None:

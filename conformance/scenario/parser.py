@@ -59,6 +59,7 @@ class ClusterStep(msgspec.Struct, frozen=True, kw_only=True):
     violated: tuple[str, ...] = ()  # safety properties (SAFE-*) violated after the action
     holds: tuple[str, ...] = ()  # and those that hold
     states: tuple[tuple[int, Observed], ...] = ()  # node -> its observable state after the action
+    describe: bool = False  # print the quorum views after the action
 
 
 class ClusterScenario(msgspec.Struct, frozen=True, kw_only=True):
@@ -229,6 +230,8 @@ class _Compiler:
         action = self.action(source, header)
         violated, holds, states = [], [], []
         for clause in clauses:
+            if clause.data == "describe":
+                continue
             if clause.data == "expect_property":
                 verdict, *rules = clause.children
                 for rule in rules:
@@ -239,7 +242,8 @@ class _Compiler:
                 node, role, *kwargs = clause.children
                 state = self.state(lark.Tree("expect_state", [role, *kwargs], clause.meta))
                 states.append((self.node_id(node, header), state))
-        return ClusterStep(action=action, violated=tuple(violated), holds=tuple(holds), states=tuple(states))
+        describe = any(clause.data == "describe" for clause in clauses)
+        return ClusterStep(action=action, violated=tuple(violated), holds=tuple(holds), states=tuple(states), describe=describe)
 
     def action(self, source: lark.Tree, header: dict[str, object]) -> Action:
         kind, children = source.data, source.children

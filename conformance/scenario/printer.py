@@ -182,6 +182,8 @@ def cluster_scenario_text(scenario: ClusterScenario) -> str:
             if rules:
                 lines.append(f"{INDENT}expect {verdict} {' '.join(rules)}")
         lines.extend(f"{INDENT}expect node {node} {state_line(state).removeprefix('expect ')}" for node, state in step.states)
+        if step.describe:
+            lines.append(f"{INDENT}describe")
     lines.extend(comments.get(len(scenario.steps) + 1, []))
     return "\n".join(lines) + "\n"
 
