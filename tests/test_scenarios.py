@@ -348,3 +348,33 @@ def test_describe_prints_the_quorum_views_as_kafka_metadata_quorum_does(capsys):
     assert views[1] == "ReplicaId    LogEndOffset    Lag    Status\n1            2               0      Leader\n2            0               2      Follower\n3            -1              2      Follower"
     assert f"{scenario}:14: step 8 (" in views[2] and views[2].endswith("): describe\n" + QUORUM_VIEWS.split("\n\n")[0])
     assert views[3] + "\n" == QUORUM_VIEWS.split("\n\n")[1]
+
+
+@pytest.mark.parametrize("saved", ["counterexample-figure8-SAFE-6.jsonl", "counterexample-tlc-kraft-SAFE-6.jsonl"])
+def test_saved_counterexamples_of_the_faulty_variants_reproduce_as_scenarios(tmp_path, capsys, saved):
+    """faulty-hw-any-epoch (figure8) and faulty-vote-no-log-check (tlc-kraft), saved by check (minutes
+    of search each); faulty-forget-vote and faulty-truncate-to-hw are searched above."""
+    path = ROOT / "tests" / "data" / saved
+    assert main(["traces", "show", str(path), "--as", "scenario"]) == 0
+    scenario = tmp_path / "counterexample.scenario"
+    scenario.write_text(capsys.readouterr().out)
+    assert scenario.read_text().splitlines()[-1] == "  expect violated SAFE-6"
+    assert main(["scenario", "run", str(scenario)]) == 0
+    assert capsys.readouterr().out.splitlines()[2].split()[1:4] == ["all", str(len(path.read_text().splitlines()) - 1), "passes"]
+
+
+def test_isr_counterexamples_show_as_their_replicas_scenarios(tmp_path, capsys):
+    assert main(["check", "--config", "isr-hw", "--out", str(tmp_path)]) == 1
+    capsys.readouterr()
+    saved = tmp_path / "counterexample-isr-hw-ISR-SAFE-1.jsonl"
+    assert main(["traces", "show", str(saved), "--as", "scenario"]) == 2
+    assert capsys.readouterr().err == f"kraftcheck: {saved}: an ISR counterexample; its replicas' traces, saved beside it under counterexample-isr-hw-ISR-SAFE-1/, show as scenarios\n"
+    replicas = sorted(tmp_path.glob("counterexample-isr-hw-*/*.jsonl"))
+    assert len(replicas) >= 4
+    scenarios = []
+    for trace in replicas:
+        assert main(["traces", "show", str(trace), "--as", "scenario"]) == 0
+        scenarios.append(trace.with_suffix(".scenario"))
+        scenarios[-1].write_text(capsys.readouterr().out)
+        assert traces.to_jsonl(parse(scenarios[-1], scenarios[-1].read_text()).trace) == trace.read_bytes()
+    assert main(["scenario", "run", *map(str, scenarios)]) == 0

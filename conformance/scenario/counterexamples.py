@@ -27,11 +27,11 @@ def counterexample_scenario(path: Path) -> ClusterScenario:
     lines = path.read_bytes().splitlines()
     try:
         header = json.loads(lines[0])
-        if "voters" not in header["bounds"]:
+        if header["bounds"].get("system") == "isr":
             raise TraceError(f"{path}: an ISR counterexample; its replicas' traces, saved beside it under {path.stem}/, show as scenarios")
         config = msgspec.convert(header["bounds"], CheckConfig).cluster()
         actions = [msgspec.convert(json.loads(line)["encoded_action"], Action) for line in lines[1:]]
-    except (ValueError, KeyError, TypeError, msgspec.ValidationError) as error:
+    except (json.JSONDecodeError, KeyError, TypeError, msgspec.ValidationError) as error:
         raise TraceError(f"{path}: not a readable counterexample: {type(error).__name__}: {error}") from None
     if not actions:
         raise TraceError(f"{path}: a counterexample without steps")
