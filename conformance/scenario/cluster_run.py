@@ -12,19 +12,43 @@ from adapters.node_models import kraft_observe
 from conformance.certify.replay import CONFORMS, ERROR, TraceResult, replay
 from conformance.corpus.reference import build_trace
 from conformance.scenario.describe import quorum_views
-from conformance.scenario.parser import ClusterScenario
+from conformance.scenario.parser import ClusterScenario, UntilQuiet
 from conformance.scenario.printer import action_text, state_line
 from model import network, properties
-from model.cluster import Cluster, Deliver, Drop, event_of
+from model.cluster import Action, Cluster, ClusterState, Deliver, Drop, event_of
 from spec.trace import Trace
 
 
+MAX_QUIET_DELIVERIES = 1000  # a run until quiet that has not settled by then fails
+
+
 class ModelRun(NamedTuple):
-    """A cluster scenario on the model: its first failure (None: every expectation holds) and
-    the quorum views its `describe` clauses asked for, each headed by its place."""
+    """A cluster scenario on the model: its first failure (None: every expectation holds), the
+    quorum views its `describe` clauses asked for, each headed by its place, and the actions
+    taken (a run until quiet as the deliveries it made)."""
 
     failure: str | None
     views: list[str]
+    actions: list[Action]
+
+
+def until_quiet(cluster: Cluster, state: ClusterState) -> tuple[ClusterState, list[Action]] | None:
+    """Deliver, round after round, every message that was in flight when the round began, until
+    none is left or a round ends where an earlier one did (followers fetching from an idle
+    leader); None if it has not settled after MAX_QUIET_DELIVERIES."""
+    seen = {state}
+    taken: list[Action] = []
+    while len(taken) < MAX_QUIET_DELIVERIES:
+        in_flight = network.envelopes(state.network)
+        if not in_flight:
+            return state, taken
+        for envelope in in_flight:
+            taken.append(Deliver(envelope=envelope))
+            state, _ = cluster.apply(state, taken[-1])
+        if state in seen:
+            return state, taken
+        seen.add(state)
+    return None
 
 
 def model_run(path: Path, scenario: ClusterScenario) -> ModelRun:
@@ -32,35 +56,44 @@ def model_run(path: Path, scenario: ClusterScenario) -> ModelRun:
     (or action that cannot be taken), named with its line."""
     cluster = Cluster(scenario.cluster.config())
     state = cluster.initial()
-    views = []
+    views: list[str] = []
+    actions: list[Action] = []
     for number, (step, line) in enumerate(zip(scenario.steps, scenario.step_lines), start=1):
         where = f"{path}:{line}: step {number} ({action_text(step.action)})"
-        if type(step.action) in (Deliver, Drop) and step.action.envelope not in network.envelopes(state.network):
+        if type(step.action) is UntilQuiet:
+            settled = until_quiet(cluster, state)
+            if settled is None:
+                return ModelRun(f"{where}: not quiet after {MAX_QUIET_DELIVERIES} deliveries", views, actions)
+            state, delivered = settled
+            actions.extend(delivered)
+        elif type(step.action) in (Deliver, Drop) and step.action.envelope not in network.envelopes(state.network):
             in_flight = "; ".join(action_text(Deliver(envelope=envelope)).removeprefix("deliver ") for envelope in network.envelopes(state.network)) or "none"
-            return ModelRun(f"{where}: no such message in flight; in flight: {in_flight}", views)
-        state, _ = cluster.apply(state, step.action)
+            return ModelRun(f"{where}: no such message in flight; in flight: {in_flight}", views, actions)
+        else:
+            state, _ = cluster.apply(state, step.action)
+            actions.append(step.action)
         if step.describe:
             views.append(f"{where}: describe\n{quorum_views(cluster, state)}")
         violated = {violation.rule: violation.detail for violation in properties.violations(cluster, state)}
         for rule in step.violated:
             if rule not in violated:
-                return ModelRun(f"{where}: expected {rule} violated, it holds", views)
+                return ModelRun(f"{where}: expected {rule} violated, it holds", views, actions)
         for rule in step.holds:
             if rule in violated:
-                return ModelRun(f"{where}: expected {rule} to hold, it is violated: {violated[rule]}", views)
+                return ModelRun(f"{where}: expected {rule} to hold, it is violated: {violated[rule]}", views, actions)
         for node, expected in step.states:
             actual = kraft_observe(state.nodes[cluster.index[node]])
             if actual != expected:
-                return ModelRun(f"{where}: node {node}: expected {state_line(expected).removeprefix('expect ')}, got {state_line(actual).removeprefix('expect ')}", views)
-    return ModelRun(None, views)
+                return ModelRun(f"{where}: node {node}: expected {state_line(expected).removeprefix('expect ')}, got {state_line(actual).removeprefix('expect ')}", views, actions)
+    return ModelRun(None, views, actions)
 
 
-def node_traces(scenario: ClusterScenario) -> dict[int, Trace]:
-    """Each node's inputs along the actions, as a trace with the reference's expectations."""
+def node_traces(scenario: ClusterScenario, actions: list[Action]) -> dict[int, Trace]:
+    """Each node's inputs along the actions taken, as a trace with the reference's expectations."""
     inputs: dict[int, list] = {node: [] for node in scenario.cluster.config().nodes}
-    for step in scenario.steps:
-        if type(step.action) is not Drop:
-            node, event = event_of(step.action)
+    for action in actions:
+        if type(action) is not Drop:
+            node, event = event_of(action)
             inputs[node].append(event)
     origin = f"scenario {scenario.name}: node {{}}'s inputs"
     return {node: build_trace(f"{scenario.name}-node{node}", scenario.cluster, node, events, origin.format(node)) for node, events in inputs.items() if events}
@@ -72,7 +105,7 @@ def run_cluster_scenario(make_adapter: Callable[[], Adapter], path: Path, scenar
     steps = len(scenario.steps)
     if on_model.failure is not None:
         return TraceResult(trace=str(path), name=scenario.name, node=-1, steps=steps, steps_run=0, verdict=ERROR, passed=False, failure=on_model.failure)
-    results = [replay(make_adapter(), trace, f"{path} node {node}") for node, trace in node_traces(scenario).items()]
+    results = [replay(make_adapter(), trace, f"{path} node {node}") for node, trace in node_traces(scenario, on_model.actions).items()]
     failed = next((result for result in results if not result.passed), None)
     if failed is not None:
         return msgspec.structs.replace(failed, trace=str(path), name=scenario.name)

@@ -52,10 +52,15 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     comments: dict[int, list[str]]
 
 
-class ClusterStep(msgspec.Struct, frozen=True, kw_only=True):
-    """One action on the whole cluster and what must hold after it."""
+class UntilQuiet(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Deliver the messages in flight, round after round, until none is left or the cluster comes
+    back to a state it was in (followers fetching from an idle leader); no timer fires."""
 
-    action: Action
+
+class ClusterStep(msgspec.Struct, frozen=True, kw_only=True):
+    """One action on the whole cluster (or a run until quiet) and what must hold after it."""
+
+    action: Action | UntilQuiet
     violated: tuple[str, ...] = ()  # safety properties (SAFE-*) violated after the action
     holds: tuple[str, ...] = ()  # and those that hold
     states: tuple[tuple[int, Observed], ...] = ()  # node -> its observable state after the action
@@ -245,8 +250,10 @@ class _Compiler:
         describe = any(clause.data == "describe" for clause in clauses)
         return ClusterStep(action=action, violated=tuple(violated), holds=tuple(holds), states=tuple(states), describe=describe)
 
-    def action(self, source: lark.Tree, header: dict[str, object]) -> Action:
+    def action(self, source: lark.Tree, header: dict[str, object]) -> Action | UntilQuiet:
         kind, children = source.data, source.children
+        if kind == "quiet":
+            return UntilQuiet()
         if kind in ("deliver", "drop"):
             offset = 1 if kind == "deliver" else 0
             sender, receiver, message, *answered = children[offset:]

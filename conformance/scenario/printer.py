@@ -10,7 +10,7 @@ import json
 import msgspec
 
 from conformance.corpus.reference import error_names, event_text
-from conformance.scenario.parser import ClusterScenario
+from conformance.scenario.parser import ClusterScenario, UntilQuiet
 from conformance.scenario.notation import ERROR_NAMES, STATE_DEFAULTS, is_error_field, log_end, non_defaults
 from model.cluster import Action, Append, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
 from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Timer
@@ -188,9 +188,11 @@ def cluster_scenario_text(scenario: ClusterScenario) -> str:
     return "\n".join(lines) + "\n"
 
 
-def action_text(action: Action) -> str:
+def action_text(action: Action | UntilQuiet) -> str:
     """A cluster action in the scenario language."""
     kind = type(action)
+    if kind is UntilQuiet:
+        return "run until quiet"
     if kind in (Deliver, Drop):
         envelope = action.envelope
         verb = "drop" if kind is Drop else "duplicate" if action.duplicate else "deliver"
