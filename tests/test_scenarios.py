@@ -7,7 +7,7 @@ import pytest
 
 from conformance.cli import main
 from conformance.corpus.generate import shipped_corpora
-from conformance.scenario.parser import ScenarioError, parse
+from conformance.scenario.parser import Scenario, ScenarioError, parse
 from conformance.scenario.printer import cluster_scenario_text, scenario_text
 from spec import trace as traces
 
@@ -379,3 +379,30 @@ def test_isr_counterexamples_show_as_their_replicas_scenarios(tmp_path, capsys):
         scenarios[-1].write_text(capsys.readouterr().out)
         assert traces.to_jsonl(parse(scenarios[-1], scenarios[-1].read_text()).trace) == trace.read_bytes()
     assert main(["scenario", "run", *map(str, scenarios)]) == 0
+
+
+def test_an_expected_message_in_flight_is_checked(tmp_path, capsys):
+    scenario = tmp_path / "in-flight.scenario"
+    scenario.write_text(
+        'cluster voters=[1, 2]\ndo timer 1 election_timeout\n'
+        '  expect in flight from 1 to 2: VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=1, LastOffset=-1)\n'
+        '  expect in flight from 1 to 2: VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=2, CandidateId=1, LastOffset=-1)\n'
+    )
+    assert main(["scenario", "run", str(scenario)]) == 1
+    assert (
+        f"  {scenario}:2: step 1 (timer 1 election_timeout): expected in flight from 1 to 2: VoteRequest(ClusterId=\"kraft-cluster\", CandidateEpoch=2, CandidateId=1, LastOffset=-1); "
+        "in flight: from 1 to 2: VoteRequest(ClusterId=\"kraft-cluster\", CandidateEpoch=1, CandidateId=1, LastOffset=-1)\n"
+    ) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda path: path.stem)
+def test_every_library_scenario_prints_as_it_parses(path):
+    """Printing a parsed scenario and parsing it again gives the same scenario (comments kept)."""
+    first = parse(path, path.read_text())
+    printed = scenario_text(first.trace, first.comments) if type(first) is Scenario else cluster_scenario_text(first)
+    again = parse(path, printed)
+    if type(first) is Scenario:
+        assert (traces.to_jsonl(again.trace), again.comments) == (traces.to_jsonl(first.trace), first.comments)
+    else:
+        assert (again.name, again.cluster, again.steps) == (first.name, first.cluster, first.steps)
+        assert sorted(line for lines in again.comments.values() for line in lines) == sorted(line for lines in first.comments.values() for line in lines)

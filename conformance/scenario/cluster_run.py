@@ -13,7 +13,7 @@ from conformance.certify.replay import CONFORMS, ERROR, TraceResult, replay
 from conformance.corpus.reference import build_trace
 from conformance.scenario.describe import quorum_views
 from conformance.scenario.parser import ClusterScenario, UntilQuiet
-from conformance.scenario.printer import action_text, state_line
+from conformance.scenario.printer import action_text, envelope_text, state_line
 from model import network, properties
 from model.cluster import Action, Cluster, ClusterState, Deliver, Drop, event_of
 from spec.trace import Trace
@@ -67,8 +67,7 @@ def model_run(path: Path, scenario: ClusterScenario) -> ModelRun:
             state, delivered = settled
             actions.extend(delivered)
         elif type(step.action) in (Deliver, Drop) and step.action.envelope not in network.envelopes(state.network):
-            in_flight = "; ".join(action_text(Deliver(envelope=envelope)).removeprefix("deliver ") for envelope in network.envelopes(state.network)) or "none"
-            return ModelRun(f"{where}: no such message in flight; in flight: {in_flight}", views, actions)
+            return ModelRun(f"{where}: no such message in flight; in flight: {in_flight_text(state)}", views, actions)
         else:
             state, _ = cluster.apply(state, step.action)
             actions.append(step.action)
@@ -81,11 +80,18 @@ def model_run(path: Path, scenario: ClusterScenario) -> ModelRun:
         for rule in step.holds:
             if rule in violated:
                 return ModelRun(f"{where}: expected {rule} to hold, it is violated: {violated[rule]}", views, actions)
+        for envelope in step.in_flight:
+            if envelope not in network.envelopes(state.network):
+                return ModelRun(f"{where}: expected in flight {envelope_text(envelope)}; in flight: {in_flight_text(state)}", views, actions)
         for node, expected in step.states:
             actual = kraft_observe(state.nodes[cluster.index[node]])
             if actual != expected:
                 return ModelRun(f"{where}: node {node}: expected {state_line(expected).removeprefix('expect ')}, got {state_line(actual).removeprefix('expect ')}", views, actions)
     return ModelRun(None, views, actions)
+
+
+def in_flight_text(state: ClusterState) -> str:
+    return "; ".join(envelope_text(envelope) for envelope in network.envelopes(state.network)) or "none"
 
 
 def node_traces(scenario: ClusterScenario, actions: list[Action]) -> dict[int, Trace]:

@@ -6,7 +6,7 @@ import msgspec
 from model.isr.state import LeaderAndIsr
 from model.messages import Message, Record
 from spec import errors
-from spec.trace import Observed, Persisted, TraceCluster, TracePartition
+from spec.trace import Persisted, TraceCluster, TracePartition
 from model.events import AppendResult
 from model.isr.events import AlterIsr
 
@@ -43,7 +43,6 @@ KEYWORD_STRUCTS: dict[str, type] = {
     "leader_and_isr": LeaderAndIsr,
     "append_result": AppendResult,
     "alter_isr": AlterIsr,
-    "state": Observed,
 }
 """The statements written as `KEYWORD field=value ...`, and the struct their fields belong to."""
 

@@ -64,6 +64,7 @@ class ClusterStep(msgspec.Struct, frozen=True, kw_only=True):
     violated: tuple[str, ...] = ()  # safety properties (SAFE-*) violated after the action
     holds: tuple[str, ...] = ()  # and those that hold
     states: tuple[tuple[int, Observed], ...] = ()  # node -> its observable state after the action
+    in_flight: tuple[Envelope, ...] = ()  # messages in flight after the action
     describe: bool = False  # print the quorum views after the action
 
 
@@ -83,7 +84,7 @@ _PARSER = lark.Lark(
 )
 
 
-def read(path: Path) -> Scenario:
+def read(path: Path) -> "Scenario | ClusterScenario":
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -91,7 +92,7 @@ def read(path: Path) -> Scenario:
     return parse(path, text)
 
 
-def parse(path: Path, text: str) -> Scenario:
+def parse(path: Path, text: str) -> "Scenario | ClusterScenario":
     _comments.clear()
     try:
         tree = _PARSER.parse(text)
@@ -233,11 +234,13 @@ class _Compiler:
     def action_step(self, statement: lark.Tree, header: dict[str, object]) -> "ClusterStep":
         source, *clauses = statement.children
         action = self.action(source, header)
-        violated, holds, states = [], [], []
+        violated, holds, states, in_flight = [], [], [], []
         for clause in clauses:
             if clause.data == "describe":
                 continue
-            if clause.data == "expect_property":
+            if clause.data == "expect_in_flight":
+                in_flight.append(self.envelope(clause.children, header))
+            elif clause.data == "expect_property":
                 verdict, *rules = clause.children
                 for rule in rules:
                     if str(rule) not in PROPERTIES:
@@ -248,21 +251,24 @@ class _Compiler:
                 state = self.state(lark.Tree("expect_state", [role, *kwargs], clause.meta))
                 states.append((self.node_id(node, header), state))
         describe = any(clause.data == "describe" for clause in clauses)
-        return ClusterStep(action=action, violated=tuple(violated), holds=tuple(holds), states=tuple(states), describe=describe)
+        return ClusterStep(action=action, violated=tuple(violated), holds=tuple(holds), states=tuple(states), in_flight=tuple(in_flight), describe=describe)
+
+    def envelope(self, parts: list, header: dict[str, object]) -> Envelope:
+        """`from S to D: REQUEST`, or `from S to D: RESPONSE for REQUEST`: a message in flight."""
+        sender, receiver, message, *answered = parts
+        if answered:
+            request = self.message(answered[0], REQUEST_TYPES, "a request")
+            sent = self.message(message, (RESPONSE_FOR[type(request)],), f"the response to a {type(request).__name__}")
+        else:
+            request, sent = None, self.message(message, REQUEST_TYPES, "a request (a response names the request it answers: RESPONSE for REQUEST)")
+        return Envelope(source=self.node_id(sender, header), destination=self.node_id(receiver, header), message=sent, request=request)
 
     def action(self, source: lark.Tree, header: dict[str, object]) -> Action | UntilQuiet:
         kind, children = source.data, source.children
         if kind == "quiet":
             return UntilQuiet()
         if kind in ("deliver", "drop"):
-            offset = 1 if kind == "deliver" else 0
-            sender, receiver, message, *answered = children[offset:]
-            if answered:
-                request = self.message(answered[0], REQUEST_TYPES, "a request")
-                envelope_message = self.message(message, (RESPONSE_FOR[type(request)],), f"the response to a {type(request).__name__}")
-            else:
-                request, envelope_message = None, self.message(message, REQUEST_TYPES, "a request (a response names the request it answers: RESPONSE for REQUEST)")
-            envelope = Envelope(source=self.node_id(sender, header), destination=self.node_id(receiver, header), message=envelope_message, request=request)
+            envelope = self.envelope(children[1:] if kind == "deliver" else children, header)
             return Deliver(envelope=envelope, duplicate=str(children[0]) == "duplicate") if kind == "deliver" else Drop(envelope=envelope)
         node = self.node_id(children[1] if kind == "node_action" else children[0], header)
         if kind == "fire":

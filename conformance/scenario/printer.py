@@ -17,6 +17,7 @@ from model.events import ClientAppend, Crash, Request, Resign, Response, Restart
 from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
 from model.isr.state import LeaderAndIsr
 from model.messages import Record
+from model.network import Envelope
 from spec.trace import Alternative, Header, Observed, Outputs, Step, Trace
 
 INDENT = "  "
@@ -182,6 +183,7 @@ def cluster_scenario_text(scenario: ClusterScenario) -> str:
             if rules:
                 lines.append(f"{INDENT}expect {verdict} {' '.join(rules)}")
         lines.extend(f"{INDENT}expect node {node} {state_line(state).removeprefix('expect ')}" for node, state in step.states)
+        lines.extend(f"{INDENT}expect in flight {envelope_text(envelope)}" for envelope in step.in_flight)
         if step.describe:
             lines.append(f"{INDENT}describe")
     lines.extend(comments.get(len(scenario.steps) + 1, []))
@@ -194,12 +196,16 @@ def action_text(action: Action | UntilQuiet) -> str:
     if kind is UntilQuiet:
         return "run until quiet"
     if kind in (Deliver, Drop):
-        envelope = action.envelope
         verb = "drop" if kind is Drop else "duplicate" if action.duplicate else "deliver"
-        answered = f" for {value_text(envelope.request)}" if envelope.request is not None else ""
-        return f"{verb} from {envelope.source} to {envelope.destination}: {value_text(envelope.message)}{answered}"
+        return f"{verb} {envelope_text(action.envelope)}"
     if kind is Fire:
         return f"timer {action.node} {action.timer.value}"
     if kind is Append:
         return f"append {action.node} {action.value}"
     return f"{_NODE_ACTIONS[kind]} {action.node}"
+
+
+def envelope_text(envelope: Envelope) -> str:
+    """A message in flight: `from S to D: MESSAGE`, a response followed by `for REQUEST`."""
+    answered = f" for {value_text(envelope.request)}" if envelope.request is not None else ""
+    return f"from {envelope.source} to {envelope.destination}: {value_text(envelope.message)}{answered}"
