@@ -239,6 +239,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_engine_options(cert, "the replay")
     cert.set_defaults(run=command("certify"))
 
+    describe = commands.add_parser(
+        "describe",
+        help="the quorum views of a trace's node after a step, as kafka-metadata-quorum.sh prints them",
+        description="Run the reference model along a KRaft trace's inputs up to a step and print, if the node leads then, its "
+        "DescribeQuorum answer as `kafka-metadata-quorum.sh describe --status` (ClusterId, LeaderId, LeaderEpoch, HighWatermark, "
+        "MaxFollowerLag, CurrentVoters, CurrentObservers) and `--replication` (ReplicaId, LogEndOffset, Lag, Status) print it.",
+    )
+    describe.add_argument("file", help="a trace file (.jsonl or .msgpack)")
+    describe.add_argument("--step", type=int, metavar="N", help="after step N (0: before the first; default: the last)")
+    describe.set_defaults(run=command("traces", "describe"))
+
     scenario_commands = commands.add_parser(
         "scenario",
         help="run hand-written scenarios through an adapter, or record their expectations",

@@ -406,3 +406,19 @@ def test_every_library_scenario_prints_as_it_parses(path):
     else:
         assert (again.name, again.cluster, again.steps) == (first.name, first.cluster, first.steps)
         assert sorted(line for lines in again.comments.values() for line in lines) == sorted(line for lines in first.comments.values() for line in lines)
+
+
+def test_describe_a_trace_step(capsys):
+    """Walk 0's node 1 is elected in epoch 6 at step 26 (its trace's state: leader, log end 1, high
+    watermark 0); the other voters have not fetched yet."""
+    walk = ROOT / "traces" / "corpus-walk-0000-node1.jsonl"
+    assert main(["describe", str(walk), "--step", "27"]) == 0
+    assert capsys.readouterr().out == (
+        "ClusterId:         kraft-cluster\nLeaderId:          1\nLeaderEpoch:       6\nHighWatermark:     0\nMaxFollowerLag:    1\n"
+        "CurrentVoters:     [1,2,3]\nCurrentObservers:  []\n\n"
+        "ReplicaId    LogEndOffset    Lag    Status\n1            1               0      Leader\n2            -1              1      Follower\n3            -1              1      Follower\n"
+    )
+    assert main(["describe", str(walk)]) == 0
+    assert capsys.readouterr().out == "node 1 is candidate after step 54, not the leader: DescribeQuorum answers NOT_LEADER_OR_FOLLOWER\n"
+    assert main(["describe", str(walk), "--step", "55"]) == 2
+    assert capsys.readouterr().err == "kraftcheck: corpus-walk-0000-node1: no step 55; expected 0 to 54\n"

@@ -11,6 +11,7 @@ from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, check_c
 from conformance.diagrams.traces import trace_svg
 from conformance.explore.configs import CheckConfig, resolve
 from conformance.outputs import OutputError
+from conformance.scenario.describe import trace_views
 from conformance.scenario.counterexamples import counterexample_scenario, is_counterexample
 from conformance.scenario.printer import cluster_scenario_text, scenario_text
 from conformance.text import wrapped_table
@@ -76,6 +77,14 @@ def show(args: argparse.Namespace) -> int:
         after = f"{state.role} e{state.epoch} leader {state.leader_id} log {state.log_end_offset} hw {state.high_watermark}" if state else "-"
         rows.append((step.step, step.note, answer, len(step.expect.sends), after, " ".join(step.rules)))
     print(wrapped_table(rows, ("step", "input", "errors", "sends", "state after", "rules"), [None, 60, 40, None, 40, 30]))
+    return 0
+
+
+def describe(args: argparse.Namespace) -> int:
+    """The quorum views (`kafka-metadata-quorum.sh describe --status`, `--replication`) of a
+    trace's node after a step."""
+    shown = traces.read(Path(args.file))
+    print(trace_views(shown, len(shown.steps) if args.step is None else args.step))
     return 0
 
 

@@ -11,7 +11,7 @@ from adapters.contract import Adapter
 from adapters.node_models import kraft_observe
 from conformance.certify.replay import CONFORMS, ERROR, TraceResult, replay
 from conformance.corpus.reference import build_trace
-from conformance.scenario.describe import quorum_views
+from conformance.scenario.describe import cluster_views
 from conformance.scenario.parser import ClusterScenario, UntilQuiet
 from conformance.scenario.printer import action_text, envelope_text, state_line
 from model import network, properties
@@ -72,7 +72,7 @@ def model_run(path: Path, scenario: ClusterScenario) -> ModelRun:
             state, _ = cluster.apply(state, step.action)
             actions.append(step.action)
         if step.describe:
-            views.append(f"{where}: describe\n{quorum_views(cluster, state)}")
+            views.append(f"{where}: describe\n{cluster_views(cluster, state)}")
         violated = {violation.rule: violation.detail for violation in properties.violations(cluster, state)}
         for rule in step.violated:
             if rule not in violated:
