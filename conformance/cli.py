@@ -277,6 +277,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scenario_record.add_argument("files", nargs="+", metavar="FILE", help="scenario files")
     scenario_record.set_defaults(run=command("scenario", "record"))
+    scenario_compile = scenario_sub.add_parser(
+        "compile",
+        help="compile scenarios to node-level traces: a corpus for certify --corpus",
+        description="Write each scenario as the node-level traces it stands for (a cluster scenario: one per node that takes a "
+        "step), with the reference model's rules and allowed outcomes, into a directory written whole; then "
+        "`certify --corpus DIR --no-verify` certifies an adapter against them. A scenario whose expectations are not the model's "
+        "is refused with its line.",
+    )
+    scenario_compile.add_argument("files", nargs="+", metavar="FILE", help="scenario files")
+    scenario_compile.add_argument("--out", required=True, metavar="DIR", help="a new or empty directory, or one of earlier compiled traces")
+    scenario_compile.set_defaults(run=command("scenario", "compile_scenarios"))
 
     choose = commands.add_parser(
         "choices",

@@ -422,3 +422,23 @@ def test_describe_a_trace_step(capsys):
     assert capsys.readouterr().out == "node 1 is candidate after step 54, not the leader: DescribeQuorum answers NOT_LEADER_OR_FOLLOWER\n"
     assert main(["describe", str(walk), "--step", "55"]) == 2
     assert capsys.readouterr().err == "kraftcheck: corpus-walk-0000-node1: no step 55; expected 0 to 54\n"
+
+
+def test_the_library_compiles_to_a_corpus_that_certify_replays(tmp_path, capsys):
+    out = tmp_path / "corpus"
+    assert main(["scenario", "compile", *map(str, LIBRARY), "--out", str(out)]) == 0
+    names = sorted(path.name for path in out.iterdir())
+    assert "zombie-leader-node3.jsonl" in names and "vote-log-check.jsonl" in names
+    assert all(traces.read(out / name).header.name == name.removesuffix(".jsonl") for name in names)
+    assert capsys.readouterr().out == f"{len(names)} traces from {len(LIBRARY)} scenarios written to {out}\n"
+    assert main(["certify", "--corpus", str(out), "--no-verify", "--adapter", "reference", "--jobs", "1", "--out", str(tmp_path / "reference")]) == 0
+    assert main(["certify", "--corpus", str(out), "--no-verify", "--adapter", "mutant:hw-any-epoch", "--jobs", "1", "--out", str(tmp_path / "mutant")]) == 1
+    assert "rules departed from: FETCH-REQ-4 HW-1" in capsys.readouterr().out
+
+
+def test_compile_refuses_a_scenario_whose_expectations_are_not_the_models(tmp_path, capsys):
+    wrong = tmp_path / "wrong.scenario"
+    wrong.write_text(VOTE_RECORDED.replace("VoteGranted=true)", "VoteGranted=false)"))
+    assert main(["scenario", "compile", str(wrong), "--out", str(tmp_path / "corpus")]) == 2
+    assert capsys.readouterr().err == f"kraftcheck: {wrong}:6: step 1: response.VoteGranted is recorded as False, the specification's model gives True\n"
+    assert not (tmp_path / "corpus").exists()

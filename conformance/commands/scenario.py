@@ -8,11 +8,13 @@ from conformance.certify.replay import failure_text
 from conformance.certify.reports.terminal import side_by_side
 from conformance.certify.reports.wording import FAILING, allowed_text
 from conformance.scenario import parser
-from conformance.scenario.cluster_run import model_run, run_cluster_scenario
-from conformance.scenario.parser import Scenario
-from conformance.scenario.run import recorded, run_scenario
+from conformance.outputs import check_directory, publish_directory
+from conformance.scenario.cluster_run import compiled_nodes, model_run, run_cluster_scenario
+from conformance.scenario.parser import Scenario, ScenarioError
+from conformance.scenario.run import compiled, recorded, run_scenario
 from conformance.text import readable, wrapped_table
-from spec.trace import write_bytes_atomically
+from spec import trace as traces
+from spec.trace import Trace, write_bytes_atomically
 
 FAILURE_CELL = 240  # characters of a failure in the table; the first failure is shown whole below it
 
@@ -50,4 +52,22 @@ def record(args: argparse.Namespace) -> int:
     for path, text in zip(paths, texts):
         write_bytes_atomically(path, text.encode("utf-8"))
         print(f"recorded {path}")
+    return 0
+
+
+def compile_scenarios(args: argparse.Namespace) -> int:
+    """Every scenario as node-level traces in a directory, written whole: a corpus for certify."""
+    out = Path(args.out)
+    check_directory(out, lambda name: name.endswith(".jsonl"), "compiled traces")
+    built: dict[str, Trace] = {}
+    for name in args.files:
+        path = Path(name)
+        scenario = parser.read(path)
+        for trace in [compiled(path, scenario)] if type(scenario) is Scenario else compiled_nodes(path, scenario):
+            file_name = f"{trace.header.name}.jsonl"
+            if file_name in built:
+                raise ScenarioError(f"{path}: a second trace named {trace.header.name!r}; scenario names must differ")
+            built[file_name] = trace
+    publish_directory(out, lambda directory: [traces.write(directory / file_name, trace) for file_name, trace in built.items()])
+    print(f"{len(built)} traces from {len(args.files)} scenarios written to {out}")
     return 0

@@ -12,7 +12,7 @@ from adapters.node_models import kraft_observe
 from conformance.certify.replay import CONFORMS, ERROR, TraceResult, replay
 from conformance.corpus.reference import build_trace
 from conformance.scenario.describe import cluster_views
-from conformance.scenario.parser import ClusterScenario, UntilQuiet
+from conformance.scenario.parser import ClusterScenario, ScenarioError, UntilQuiet
 from conformance.scenario.printer import action_text, envelope_text, state_line
 from model import network, properties
 from model.cluster import Action, Cluster, ClusterState, Deliver, Drop, event_of
@@ -103,6 +103,14 @@ def node_traces(scenario: ClusterScenario, actions: list[Action]) -> dict[int, T
             inputs[node].append(event)
     origin = f"scenario {scenario.name}: node {{}}'s inputs"
     return {node: build_trace(f"{scenario.name}-node{node}", scenario.cluster, node, events, origin.format(node)) for node, events in inputs.items() if events}
+
+
+def compiled_nodes(path: Path, scenario: ClusterScenario) -> list[Trace]:
+    """A cluster scenario as its nodes' traces, for a corpus; its expectations must hold on the model."""
+    on_model = model_run(path, scenario)
+    if on_model.failure is not None:
+        raise ScenarioError(on_model.failure)
+    return list(node_traces(scenario, on_model.actions).values())
 
 
 def run_cluster_scenario(make_adapter: Callable[[], Adapter], path: Path, scenario: ClusterScenario, on_model: ModelRun) -> TraceResult:

@@ -42,14 +42,27 @@ def run_scenario(make_adapter: Callable[[], Adapter], path: Path, scenario: Scen
     expectations are not the specification's fails with the step's line (verdict error)."""
     header = scenario.trace.header
     try:
+        trace = compiled(path, scenario)
+    except ScenarioError as error:
+        return TraceResult(trace=str(path), name=header.name, node=header.node, steps=header.steps, steps_run=0, verdict=ERROR, passed=False, failure=str(error))
+    return replay(make_adapter(), trace, str(path))
+
+
+def compiled(path: Path, scenario: Scenario) -> Trace:
+    """A node scenario as the trace it stands for, for a corpus: its expectations must be the
+    reference's (a corpus trace that is not is invalid), rules and allowed outcomes filled in."""
+    try:
         trace = completed(scenario.trace)
         check_follows_model(trace)
     except TraceError as error:
-        found = _STEP.match(str(error))
-        line = scenario.step_lines[int(found.group(1)) - 1] if found else 1
-        failure = f"{path}:{line}: {error}"
-        return TraceResult(trace=str(path), name=header.name, node=header.node, steps=header.steps, steps_run=0, verdict=ERROR, passed=False, failure=failure)
-    return replay(make_adapter(), trace, str(path))
+        raise ScenarioError(f"{path}:{_line(scenario, error)}: {error}") from None
+    return trace
+
+
+def _line(scenario: Scenario, error: TraceError) -> int:
+    """The line of the step a model check names ("step N: ..."), else the first."""
+    found = _STEP.match(str(error))
+    return scenario.step_lines[int(found.group(1)) - 1] if found else 1
 
 
 def recorded(path: Path, scenario: Scenario) -> str:
