@@ -74,7 +74,7 @@ def test_traces_show_as_scenario(capsys):
 
 def test_a_hand_written_scenario_compiles_to_the_trace_it_means():
     text = HEADER + """\
-initial epoch=1 leader_id=1 log=e1[0..1]{LeaderChangeMessage(LeaderId=1), 7} e3[2..2]{8}  # a comment
+initial epoch=3 leader_id=1 log=e1[0..1]{LeaderChangeMessage(LeaderId=1), 7} e3[2..2]{8}  # a comment
 # before step 1
 step request from 1: VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=4, CandidateId=3)
   expect response VoteResponse(ErrorCode=NONE, LeaderEpoch=4, VoteGranted=true)
@@ -87,7 +87,7 @@ step timer election_timeout
     assert [(r.Offset, r.Epoch) for r in header.initial.log] == [(0, 1), (1, 1), (2, 3)]
     assert [r.Value for r in header.initial.log][1:] == [7, 8]
     assert header.initial.log[0].Value.LeaderId == 1
-    assert (header.initial.epoch, header.initial.leader_id, header.initial.voted_id) == (1, 1, -1)
+    assert (header.initial.epoch, header.initial.leader_id, header.initial.voted_id) == (3, 1, -1)
     assert first.input.source == 1 and first.input.message.CandidateEpoch == 4
     assert (first.expect.response.ErrorCode, first.expect.response.VoteGranted) == (0, True)
     assert first.errors == {"response.ErrorCode": "NONE", "response.PartitionErrorCode": "NONE"}
@@ -116,6 +116,12 @@ step timer election_timeout
         ("cluster voters=[]\nnode 1\n", "1:1: impossible cluster:"),
         ("node 1\nstep crash\n", "1:1: expected exactly one of a cluster statement"),
         (HEADER + "step crash\n  expect send to 9: FetchRequest()\n", "4:18: unknown node 9; expected one of 1, 2, 3"),
+        (HEADER + "initial voted_id=7\n", "3:1: impossible initial state: voted_id 7 is not a voter; expected -1 or one of 1, 2, 3"),
+        ("cluster voters=[1, 2] observers=[3]\nnode 2\ninitial epoch=1 voted_id=3\n", "3:1: impossible initial state: voted_id 3 is not a voter; expected -1 or one of 1, 2"),
+        (HEADER + "initial epoch=2 log=e2[0..0]{1} e1[1..1]{2}\n", "3:1: impossible initial state: the epoch of the log goes down at offset 1 (2 then 1)"),
+        (HEADER + "initial epoch=2 log=e1[0..0]{1} e2[3..3]{2}\n", "3:1: impossible initial state: the log's record 1 has offset 3; expected offsets 0, 1, ... in order"),
+        (HEADER + "initial epoch=1 log=e2[0..0]{1}\n", "3:1: impossible initial state: the log holds epoch 2, beyond the node's epoch 1"),
+        (HEADER + "step crash\n  expect state sleeping epoch=0\n", "4:16: unknown role 'sleeping'; expected one of unattached,"),
         (HEADER + "node 3\n", "3:1: a second node statement; the first is at line 2"),
         (HEADER + "step crash\n  expect state voted\n", "4:3: not a valid Observed: Object missing required field `epoch`"),
     ],

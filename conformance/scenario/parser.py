@@ -37,6 +37,7 @@ _TERMINALS = {
 }
 _LITERALS = {"true": True, "false": False, "null": None}
 _RESPONSES = tuple(RESPONSE_FOR.values())
+_ROLES = ("unattached", "voted", "follower", "prospective", "candidate", "leader", "resigned", "observer", "down")  # KRaft's; an ISR replica's are among them
 
 
 class ScenarioError(traces.TraceError):
@@ -209,6 +210,26 @@ class _Compiler:
         if not run and header["node"] not in members:
             raise self.error(seen["node"], f"node {header['node']} is not a member of the {place.data}: expected one of {', '.join(map(str, members))}")
         header["members"] = members
+        if "initial" in header:
+            kraft = "cluster" in header
+            self.check_initial(seen["initial"], header["initial"], members, setting.config().voters if kraft else members, kraft)
+
+    def check_initial(self, statement: lark.Tree, initial: Persisted, members: tuple[int, ...], voters: tuple[int, ...], kraft: bool) -> None:
+        """A persisted state a node could have written: known nodes, a log of consecutive offsets
+        from 0 whose epochs never decrease nor (a KRaft node's) pass its epoch."""
+        if initial.leader_id not in (-1, *members):
+            raise self.error(statement, f"impossible initial state: leader_id {initial.leader_id} is not a member; expected -1 or one of {', '.join(map(str, members))}")
+        if initial.voted_id not in (-1, *voters):
+            raise self.error(statement, f"impossible initial state: voted_id {initial.voted_id} is not a voter; expected -1 or one of {', '.join(map(str, voters))}")
+        for offset, record in enumerate(initial.log):
+            if record.Offset != offset:
+                raise self.error(statement, f"impossible initial state: the log's record {offset} has offset {record.Offset}; expected offsets 0, 1, ... in order")
+            if offset and record.Epoch < initial.log[offset - 1].Epoch:
+                raise self.error(statement, f"impossible initial state: the epoch of the log goes down at offset {offset} ({initial.log[offset - 1].Epoch} then {record.Epoch})")
+        if kraft and initial.log and initial.log[-1].Epoch > initial.epoch:
+            raise self.error(statement, f"impossible initial state: the log holds epoch {initial.log[-1].Epoch}, beyond the node's epoch {initial.epoch}")
+        if not 0 <= initial.high_watermark <= len(initial.log):
+            raise self.error(statement, f"impossible initial state: high_watermark {initial.high_watermark} is beyond the log's end {len(initial.log)}")
 
     def step(self, statement: lark.Tree, number: int, header: dict[str, object]) -> Step:
         source, *clauses = statement.children
@@ -344,6 +365,8 @@ class _Compiler:
 
     def state(self, clause: lark.Tree) -> Observed:
         role, *kwargs = clause.children
+        if str(role) not in _ROLES:
+            raise self.error(role, f"unknown role {str(role)!r}; expected one of {', '.join(_ROLES)}")
         fields = {"role": str(role)} | STATE_DEFAULTS | self.kwargs(Observed, kwargs, skip=("role",))
         fields.setdefault("log_end_offset", log_end(tuple(tuple(entry) for entry in fields["log"])))
         return self.typed(clause, Observed, fields)
