@@ -8,7 +8,7 @@ from typing import Callable, NamedTuple
 import msgspec
 
 from adapters.contract import Adapter
-from adapters.node_models import kraft_observe
+from adapters.node_models import kraft_observe, kraft_start
 from conformance.certify.replay import CONFORMS, ERROR, TraceResult, replay
 from conformance.corpus.reference import build_trace
 from conformance.scenario.describe import cluster_views
@@ -16,7 +16,7 @@ from conformance.scenario.parser import ClusterScenario, ScenarioError, UntilQui
 from conformance.scenario.printer import action_text, envelope_text, state_line
 from model import network, properties
 from model.cluster import Action, Cluster, ClusterState, Deliver, Drop, event_of
-from spec.trace import Trace
+from spec.trace import Persisted, Trace
 
 
 MAX_QUIET_DELIVERIES = 1000  # a run until quiet that has not settled by then fails
@@ -51,11 +51,22 @@ def until_quiet(cluster: Cluster, state: ClusterState) -> tuple[ClusterState, li
     return None
 
 
+def set_up(cluster: Cluster, scenario: ClusterScenario) -> ClusterState:
+    """A fresh cluster, the nodes given a persisted state holding it, shut down (model.cluster's
+    restart brings them back, as a node trace's first step does)."""
+    state = cluster.initial()
+    nodes = list(state.nodes)
+    for node, initial in scenario.initial:
+        index = cluster.index[node]
+        nodes[index] = kraft_start(cluster.node_configs[index], initial)
+    return msgspec.structs.replace(state, nodes=tuple(nodes))
+
+
 def model_run(path: Path, scenario: ClusterScenario) -> ModelRun:
     """Run the actions on a fresh model cluster, up to the first expectation that does not hold
     (or action that cannot be taken), named with its line."""
     cluster = Cluster(scenario.cluster.config())
-    state = cluster.initial()
+    state = set_up(cluster, scenario)
     views: list[str] = []
     actions: list[Action] = []
     for number, (step, line) in enumerate(zip(scenario.steps, scenario.step_lines), start=1):
@@ -102,7 +113,12 @@ def node_traces(scenario: ClusterScenario, actions: list[Action]) -> dict[int, T
             node, event = event_of(action)
             inputs[node].append(event)
     origin = f"scenario {scenario.name}: node {{}}'s inputs"
-    return {node: build_trace(f"{scenario.name}-node{node}", scenario.cluster, node, events, origin.format(node)) for node, events in inputs.items() if events}
+    initial = dict(scenario.initial)
+    return {
+        node: build_trace(f"{scenario.name}-node{node}", scenario.cluster, node, events, origin.format(node), initial=initial.get(node, Persisted()))
+        for node, events in inputs.items()
+        if events
+    }
 
 
 def compiled_nodes(path: Path, scenario: ClusterScenario) -> list[Trace]:

@@ -70,10 +70,12 @@ class ClusterStep(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ClusterScenario(msgspec.Struct, frozen=True, kw_only=True):
-    """A parsed scenario of the whole cluster: a fresh cluster, the actions taken on it."""
+    """A parsed scenario of the whole cluster: a fresh cluster (some nodes with a persisted
+    state, shut down until restarted), the actions taken on it."""
 
     name: str
     cluster: TraceCluster
+    initial: tuple[tuple[int, Persisted], ...] = ()  # node -> its persisted state, for the nodes that start from one (shut down)
     steps: tuple[ClusterStep, ...]
     step_lines: tuple[int, ...]
     comments: dict[int, list[str]]
@@ -153,9 +155,9 @@ class _Compiler:
                 continue
             if steps:
                 raise self.error(statement, f"the {kind} statement belongs before the first step")
-            if kind in seen and kind != "covers":
+            if kind in seen and kind not in ("covers", "initial_node"):
                 raise self.error(statement, f"a second {kind} statement; the first is at line {seen[kind].meta.line}")
-            seen[kind] = statement
+            seen.setdefault(kind, statement)
             self.header_statement(statement, header)
         if not steps:
             self.check_header(tree, header, seen, run="node" not in header and "cluster" in header)
@@ -163,7 +165,7 @@ class _Compiler:
         name = header.get("scenario", self.path.stem.removesuffix(".scenario"))
         placed = _placed(comments, first, lines)
         if "node" not in header:
-            return ClusterScenario(name=name, cluster=header["cluster"], steps=tuple(steps), step_lines=tuple(lines), comments=placed)
+            return ClusterScenario(name=name, cluster=header["cluster"], initial=header["initials"], steps=tuple(steps), step_lines=tuple(lines), comments=placed)
         made = Header(
             kind=traces.KIND,
             format_version=traces.FORMAT_VERSION,
@@ -183,6 +185,9 @@ class _Compiler:
             header["covers"].append(_string(children[0]))
         elif kind == "node":
             header["node"] = int(children[0])
+        elif kind == "initial_node":
+            kwargs = [child for child in children[1:] if isinstance(child, lark.Tree)]
+            header.setdefault("initial_nodes", []).append((statement, int(children[0]), self.typed(statement, Persisted, self.kwargs(Persisted, kwargs))))
         else:
             header[kind] = self.keyword_struct(kind, statement)
 
@@ -193,7 +198,9 @@ class _Compiler:
         if run:
             for kind in ("partition", "node", "initial"):
                 if kind in seen:
-                    raise self.error(seen[kind], f"a {kind} statement in a scenario of the whole cluster (do): expected a cluster and actions")
+                    raise self.error(seen[kind], f"a {kind} statement in a scenario of the whole cluster (do): expected a cluster, initial node N ... and actions")
+        elif "initial_node" in seen:
+            raise self.error(seen["initial_node"], "an initial node N statement in a scenario of one node (step): expected initial field=value ...")
             if "cluster" not in header:
                 raise self.error(where, "expected a cluster statement: the KRaft cluster the actions run on")
         if ("cluster" in header) == ("partition" in header):
@@ -210,9 +217,19 @@ class _Compiler:
         if not run and header["node"] not in members:
             raise self.error(seen["node"], f"node {header['node']} is not a member of the {place.data}: expected one of {', '.join(map(str, members))}")
         header["members"] = members
+        kraft = "cluster" in header
+        voters = setting.config().voters if kraft else members
         if "initial" in header:
-            kraft = "cluster" in header
-            self.check_initial(seen["initial"], header["initial"], members, setting.config().voters if kraft else members, kraft)
+            self.check_initial(seen["initial"], header["initial"], members, voters, kraft)
+        initials: dict[int, Persisted] = {}
+        for statement, node, initial in header.get("initial_nodes", []):
+            if node not in members:
+                raise self.error(statement.children[0], f"unknown node {node}; expected one of {', '.join(map(str, members))}")
+            if node in initials:
+                raise self.error(statement, f"a second initial state for node {node}")
+            self.check_initial(statement, initial, members, voters, kraft)
+            initials[node] = initial
+        header["initials"] = tuple(sorted(initials.items()))
 
     def check_initial(self, statement: lark.Tree, initial: Persisted, members: tuple[int, ...], voters: tuple[int, ...], kraft: bool) -> None:
         """A persisted state a node could have written: known nodes, a log of consecutive offsets

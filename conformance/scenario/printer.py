@@ -176,6 +176,7 @@ def cluster_scenario_text(scenario: ClusterScenario) -> str:
     """A scenario of the whole cluster (`do` statements), its comments where they were."""
     comments = scenario.comments
     lines = [*comments.get(0, []), f"scenario {string(scenario.name)}", keyword_line("cluster", non_defaults(scenario.cluster))]
+    lines.extend(keyword_line(f"initial node {node}", non_defaults(initial)) for node, initial in scenario.initial)
     for number, step in enumerate(scenario.steps, start=1):
         lines.extend(comments.get(number, []))
         lines.append(f"do {action_text(step.action)}")
