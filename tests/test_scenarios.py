@@ -465,3 +465,25 @@ def test_a_cluster_scenario_sets_up_nodes_from_persisted_states(capsys):
     with pytest.raises(ScenarioError) as raised:
         parse(Path("bad.scenario"), "cluster voters=[1, 2]\nnode 1\ninitial node 2 epoch=1\nstep crash\n")
     assert str(raised.value).startswith("bad.scenario:3:1: an initial node N statement in a scenario of one node (step)")
+
+
+def test_record_fills_in_a_cluster_scenarios_last_expectations(tmp_path):
+    scenario = tmp_path / "quiet.scenario"
+    scenario.write_text("# one election, one append\ncluster voters=[1, 2, 3] observers=[4]\ndo timer 1 election_timeout\ndo run until quiet\ndo append 1 7\ndo run until quiet\n  describe\n")
+    assert main(["scenario", "record", str(scenario)]) == 0
+    assert scenario.read_text() == """\
+# one election, one append
+scenario "quiet"
+cluster voters=[1, 2, 3] observers=[4]
+do timer 1 election_timeout
+do run until quiet
+do append 1 7
+do run until quiet
+  expect holds SAFE-1 SAFE-2 SAFE-3 SAFE-4 SAFE-5 SAFE-6 SAFE-7 SAFE-8 SAFE-9
+  expect node 1 state leader epoch=1 leader_id=1 voted_id=1 high_watermark=2 log=e1[0..1]
+  expect node 2 state follower epoch=1 leader_id=1 voted_id=1 high_watermark=2 log=e1[0..1]
+  expect node 3 state follower epoch=1 leader_id=1 voted_id=1 high_watermark=2 log=e1[0..1]
+  expect node 4 state observer epoch=0
+  describe
+"""
+    assert main(["scenario", "run", str(scenario)]) == 0

@@ -1,4 +1,5 @@
-"""`kraftcheck scenario run | record`: replay scenario files through an adapter; fill in their expectations."""
+"""`kraftcheck scenario run | record | compile`: replay scenario files through an adapter; fill in
+their expectations from the model; write them as node-level traces."""
 
 import argparse
 from pathlib import Path
@@ -7,9 +8,9 @@ from adapters.registry import adapter_factory
 from conformance.certify.replay import failure_text
 from conformance.certify.reports.terminal import side_by_side
 from conformance.certify.reports.wording import FAILING, allowed_text
-from conformance.scenario import parser
 from conformance.outputs import check_directory, publish_directory
-from conformance.scenario.cluster_run import compiled_nodes, model_run, run_cluster_scenario
+from conformance.scenario import parser
+from conformance.scenario.cluster_run import compiled_nodes, model_run, recorded_cluster, run_cluster_scenario
 from conformance.scenario.parser import Scenario, ScenarioError
 from conformance.scenario.run import compiled, recorded, run_scenario
 from conformance.text import readable, wrapped_table
@@ -48,7 +49,10 @@ def run(args: argparse.Namespace) -> int:
 def record(args: argparse.Namespace) -> int:
     """Every file parsed and recorded before any is written, each written whole or not at all."""
     paths = [Path(name) for name in args.files]
-    texts = [recorded(path, parser.read(path)) for path in paths]
+    texts = []
+    for path in paths:
+        scenario = parser.read(path)
+        texts.append(recorded(path, scenario) if type(scenario) is Scenario else recorded_cluster(path, scenario))
     for path, text in zip(paths, texts):
         write_bytes_atomically(path, text.encode("utf-8"))
         print(f"recorded {path}")

@@ -13,7 +13,7 @@ from conformance.certify.replay import CONFORMS, ERROR, TraceResult, replay
 from conformance.corpus.reference import build_trace
 from conformance.scenario.describe import cluster_views
 from conformance.scenario.parser import ClusterScenario, ScenarioError, UntilQuiet
-from conformance.scenario.printer import action_text, envelope_text, state_line
+from conformance.scenario.printer import action_text, cluster_scenario_text, envelope_text, state_line
 from model import network, properties
 from model.cluster import Action, Cluster, ClusterState, Deliver, Drop, event_of
 from spec.trace import Persisted, Trace
@@ -30,6 +30,8 @@ class ModelRun(NamedTuple):
     failure: str | None
     views: list[str]
     actions: list[Action]
+    cluster: Cluster
+    state: ClusterState  # after the last action taken
 
 
 def until_quiet(cluster: Cluster, state: ClusterState) -> tuple[ClusterState, list[Action]] | None:
@@ -74,11 +76,11 @@ def model_run(path: Path, scenario: ClusterScenario) -> ModelRun:
         if type(step.action) is UntilQuiet:
             settled = until_quiet(cluster, state)
             if settled is None:
-                return ModelRun(f"{where}: not quiet after {MAX_QUIET_DELIVERIES} deliveries", views, actions)
+                return ModelRun(f"{where}: not quiet after {MAX_QUIET_DELIVERIES} deliveries", views, actions, cluster, state)
             state, delivered = settled
             actions.extend(delivered)
         elif type(step.action) in (Deliver, Drop) and step.action.envelope not in network.envelopes(state.network):
-            return ModelRun(f"{where}: no such message in flight; in flight: {in_flight_text(state)}", views, actions)
+            return ModelRun(f"{where}: no such message in flight; in flight: {in_flight_text(state)}", views, actions, cluster, state)
         else:
             state, _ = cluster.apply(state, step.action)
             actions.append(step.action)
@@ -87,18 +89,18 @@ def model_run(path: Path, scenario: ClusterScenario) -> ModelRun:
         violated = {violation.rule: violation.detail for violation in properties.violations(cluster, state)}
         for rule in step.violated:
             if rule not in violated:
-                return ModelRun(f"{where}: expected {rule} violated, it holds", views, actions)
+                return ModelRun(f"{where}: expected {rule} violated, it holds", views, actions, cluster, state)
         for rule in step.holds:
             if rule in violated:
-                return ModelRun(f"{where}: expected {rule} to hold, it is violated: {violated[rule]}", views, actions)
+                return ModelRun(f"{where}: expected {rule} to hold, it is violated: {violated[rule]}", views, actions, cluster, state)
         for envelope in step.in_flight:
             if envelope not in network.envelopes(state.network):
-                return ModelRun(f"{where}: expected in flight {envelope_text(envelope)}; in flight: {in_flight_text(state)}", views, actions)
+                return ModelRun(f"{where}: expected in flight {envelope_text(envelope)}; in flight: {in_flight_text(state)}", views, actions, cluster, state)
         for node, expected in step.states:
             actual = kraft_observe(state.nodes[cluster.index[node]])
             if actual != expected:
-                return ModelRun(f"{where}: node {node}: expected {state_line(expected).removeprefix('expect ')}, got {state_line(actual).removeprefix('expect ')}", views, actions)
-    return ModelRun(None, views, actions)
+                return ModelRun(f"{where}: node {node}: expected {state_line(expected).removeprefix('expect ')}, got {state_line(actual).removeprefix('expect ')}", views, actions, cluster, state)
+    return ModelRun(None, views, actions, cluster, state)
 
 
 def in_flight_text(state: ClusterState) -> str:
@@ -119,6 +121,24 @@ def node_traces(scenario: ClusterScenario, actions: list[Action]) -> dict[int, T
         for node, events in inputs.items()
         if events
     }
+
+
+def recorded_cluster(path: Path, scenario: ClusterScenario) -> str:
+    """The scenario with, after its last action, every node's state and every property's verdict
+    as the model gives them (its other expectations must hold)."""
+    on_model = model_run(path, scenario)
+    if on_model.failure is not None:
+        raise ScenarioError(on_model.failure)
+    if not scenario.steps:
+        return cluster_scenario_text(scenario)
+    found = {violation.rule for violation in properties.violations(on_model.cluster, on_model.state)}
+    last = msgspec.structs.replace(
+        scenario.steps[-1],
+        violated=tuple(rule for rule in properties.PROPERTIES if rule in found),
+        holds=tuple(rule for rule in properties.PROPERTIES if rule not in found),
+        states=tuple((node, kraft_observe(state)) for node, state in zip(on_model.cluster.ids, on_model.state.nodes)),
+    )
+    return cluster_scenario_text(msgspec.structs.replace(scenario, steps=(*scenario.steps[:-1], last)))
 
 
 def compiled_nodes(path: Path, scenario: ClusterScenario) -> list[Trace]:
