@@ -1,6 +1,8 @@
 """The scenario language (spec/scenario-format.md): traces printed as scenarios and compiled back,
 byte for byte; errors that name file, line and column; `traces show --as scenario`."""
 
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -487,3 +489,14 @@ do run until quiet
   describe
 """
     assert main(["scenario", "run", str(scenario)]) == 0
+
+
+def test_every_request_and_response_handling_rule_has_a_scenario():
+    """traces/scenarios/rule-RULE.scenario for every VOTE-, BEGIN-, END-, FETCH- and DESCRIBE-
+    handling rule a node applies (DESCRIBE-RESP-* are the admin client's), its last step citing it."""
+    catalogue = tomllib.loads((ROOT / "spec" / "rules.toml").read_text())["rule"]
+    handling = [rule["id"] for rule in catalogue if re.fullmatch(r"(VOTE|BEGIN|END|FETCH)-(REQ|RESP)-.*|DESCRIBE-REQ-.*", rule["id"])]
+    assert len(handling) == 40
+    for rule in handling:
+        scenario = parse(Path("x.scenario"), (ROOT / "traces" / "scenarios" / f"rule-{rule.lower()}.scenario").read_text())
+        assert rule in scenario.trace.steps[-1].rules, rule
