@@ -33,6 +33,8 @@ _TERMINALS = {
     "CHOICE": "a CHOICE=alternative",
     "RANGE": "an epoch range eE[FIRST..LAST]",
     "BARE": "resign, crash, restart or fetch_next",
+    "DELIVER": "deliver or duplicate",
+    "VERDICT": "violated or holds",
     "$END": "the end of the file",
 }
 _LITERALS = {"true": True, "false": False, "null": None}
@@ -87,7 +89,7 @@ _PARSER = lark.Lark(
 )
 
 
-def read(path: Path) -> "Scenario | ClusterScenario":
+def read(path: Path) -> Scenario | ClusterScenario:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -95,7 +97,7 @@ def read(path: Path) -> "Scenario | ClusterScenario":
     return parse(path, text)
 
 
-def parse(path: Path, text: str) -> "Scenario | ClusterScenario":
+def parse(path: Path, text: str) -> Scenario | ClusterScenario:
     _comments.clear()
     try:
         tree = _PARSER.parse(text)
@@ -136,7 +138,7 @@ class _Compiler:
         line, column = (where.line, where.column) if isinstance(where, lark.Token) else (where.meta.line, where.meta.column)
         return ScenarioError(f"{self.path}:{line}:{column}: {message}")
 
-    def scenario(self, tree: lark.Tree, comments: list[tuple[int, str]]) -> "Scenario | ClusterScenario":
+    def scenario(self, tree: lark.Tree, comments: list[tuple[int, str]]) -> Scenario | ClusterScenario:
         header: dict[str, object] = {"covers": []}
         seen: dict[str, lark.Tree] = {}
         steps: list = []
@@ -269,7 +271,7 @@ class _Compiler:
         expect, state = self.outcome(event, header, [child for child in clause.children if isinstance(child, lark.Tree)])
         return Alternative(choices=dict(str(choice).split("=", 1) for choice in choices), expect=expect, state=state)
 
-    def action_step(self, statement: lark.Tree, header: dict[str, object]) -> "ClusterStep":
+    def action_step(self, statement: lark.Tree, header: dict[str, object]) -> ClusterStep:
         source, *clauses = statement.children
         action = self.action(source, header)
         violated, holds, states, in_flight = [], [], [], []
