@@ -1,15 +1,17 @@
-"""Counterexamples saved by `kraftcheck check` (KRaft clusters) as scenarios of the whole
-cluster: the same actions from a fresh cluster, the violated property expected at the last."""
+"""Counterexamples saved by `kraftcheck check` as scenarios of the whole cluster (a KRaft
+cluster or an ISR partition): the same actions from the start, the violated property expected
+after the last."""
 
 import json
 from pathlib import Path
 
 import msgspec
 
-from conformance.explore.configs import CheckConfig
+from conformance.explore.configs import CheckConfig, IsrCheckConfig
 from conformance.scenario.parser import ClusterScenario, ClusterStep
 from model.cluster import Action
-from spec.trace import TraceCluster, TraceError
+from model.isr.cluster import Action as IsrAction
+from spec.trace import TraceCluster, TraceError, TracePartition
 
 KIND = "kraftcheck-counterexample"
 
@@ -27,15 +29,19 @@ def counterexample_scenario(path: Path) -> ClusterScenario:
     lines = path.read_bytes().splitlines()
     try:
         header = json.loads(lines[0])
+        steps = [json.loads(line) for line in lines[1:]]
         if header["bounds"].get("system") == "isr":
-            raise TraceError(f"{path}: an ISR counterexample; its replicas' traces, saved beside it under {path.stem}/, show as scenarios")
-        config = msgspec.convert(header["bounds"], CheckConfig).cluster()
-        actions = [msgspec.convert(json.loads(line)["encoded_action"], Action) for line in lines[1:]]
+            config = msgspec.convert(header["bounds"], IsrCheckConfig).partition()
+            setting = TracePartition(replicas=config.replicas, min_isr=config.min_isr, truncation=config.truncation)
+            actions = [msgspec.convert(step["encoded_action"], IsrAction) for step in steps if step["step"] > 0]  # step 0: the initial state
+        else:
+            config = msgspec.convert(header["bounds"], CheckConfig).cluster()
+            setting = TraceCluster(voters=config.voters, observers=config.observers, cluster_id=config.cluster_id, profile=config.profile, fetch_max_records=config.fetch_max_records)
+            actions = [msgspec.convert(step["encoded_action"], Action) for step in steps]
     except (json.JSONDecodeError, KeyError, TypeError, msgspec.ValidationError) as error:
         raise TraceError(f"{path}: not a readable counterexample: {type(error).__name__}: {error}") from None
     if not actions:
         raise TraceError(f"{path}: a counterexample without steps")
-    cluster = TraceCluster(voters=config.voters, observers=config.observers, cluster_id=config.cluster_id, profile=config.profile, fetch_max_records=config.fetch_max_records)
-    steps = [ClusterStep(action=action) for action in actions[:-1]] + [ClusterStep(action=actions[-1], violated=(header["property"],))]
+    scenario_steps = [ClusterStep(action=action) for action in actions[:-1]] + [ClusterStep(action=actions[-1], violated=(header["property"],))]
     comments = [f"# {header['property']} violated: {header['detail']}", f"# found by kraftcheck check, configuration {header['config']} ({header['bounds']['description']})"]
-    return ClusterScenario(name=path.stem, cluster=cluster, steps=tuple(steps), step_lines=(), comments={0: comments})
+    return ClusterScenario(name=path.stem, setting=setting, steps=tuple(scenario_steps), step_lines=(), comments={0: comments})

@@ -8,6 +8,7 @@ from model.messages import Message, Record
 from spec import errors
 from spec.trace import Persisted, TraceCluster, TracePartition
 from model.events import AppendResult
+from model.isr.cluster import PowerFailure
 from model.isr.events import AlterIsr
 
 
@@ -43,6 +44,7 @@ KEYWORD_STRUCTS: dict[str, type] = {
     "leader_and_isr": LeaderAndIsr,
     "append_result": AppendResult,
     "alter_isr": AlterIsr,
+    "power_failure": PowerFailure,
 }
 """The statements written as `KEYWORD field=value ...`, and the struct their fields belong to."""
 

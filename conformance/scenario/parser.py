@@ -20,8 +20,11 @@ from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
 from model.messages import REQUEST_TYPES, RESPONSE_FOR
 from model.network import Envelope
 from model.properties import PROPERTIES
+from model.isr.cluster import Action as IsrAction
+from model.isr.cluster import Elect, Shrink, StartFetch
+from model.isr.properties import PROPERTIES as ISR_PROPERTIES
 from spec import trace as traces
-from spec.trace import Alternative, Header, Observed, Outputs, Persisted, Step, Trace, TraceCluster
+from spec.trace import Alternative, Header, Observed, Outputs, Persisted, Step, Trace, TraceCluster, TracePartition
 
 GRAMMAR = Path(traces.__file__).with_name("scenario.lark")
 _BARE = {"resign": Resign, "crash": Crash, "restart": Restart, "fetch_next": FetchNext}
@@ -38,6 +41,10 @@ _TERMINALS = {
     "$END": "the end of the file",
 }
 _LITERALS = {"true": True, "false": False, "null": None}
+_KRAFT_ONLY = ("timer", "resign", "drop", "duplicate")  # cluster actions only a KRaft cluster takes (ISR messages are neither lost nor duplicated)
+_ISR_ONLY = ("fetch_next", "shrink_isr", "elect", "power_failure")  # and only an ISR partition
+_KRAFT_ACTIONS = ("deliver", "duplicate", "drop", "timer", "append", "resign", "crash", "restart", "run until quiet")
+_ISR_ACTIONS = ("deliver", "append", "fetch_next", "shrink_isr", "elect", "crash", "restart", "power_failure", "run until quiet")
 _RESPONSES = tuple(RESPONSE_FOR.values())
 _ROLES = ("unattached", "voted", "follower", "prospective", "candidate", "leader", "resigned", "observer", "down")  # KRaft's; an ISR replica's are among them
 
@@ -63,7 +70,7 @@ class UntilQuiet(msgspec.Struct, frozen=True, kw_only=True, tag=True):
 class ClusterStep(msgspec.Struct, frozen=True, kw_only=True):
     """One action on the whole cluster (or a run until quiet) and what must hold after it."""
 
-    action: Action | UntilQuiet
+    action: Action | IsrAction | UntilQuiet
     violated: tuple[str, ...] = ()  # safety properties (SAFE-*) violated after the action
     holds: tuple[str, ...] = ()  # and those that hold
     states: tuple[tuple[int, Observed], ...] = ()  # node -> its observable state after the action
@@ -72,11 +79,11 @@ class ClusterStep(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ClusterScenario(msgspec.Struct, frozen=True, kw_only=True):
-    """A parsed scenario of the whole cluster: a fresh cluster (some nodes with a persisted
-    state, shut down until restarted), the actions taken on it."""
+    """A parsed scenario of the whole cluster: a fresh KRaft cluster (some nodes with a persisted
+    state, shut down until restarted) or ISR partition, the actions taken on it."""
 
     name: str
-    cluster: TraceCluster
+    setting: TraceCluster | TracePartition  # a KRaft cluster or an ISR partition
     initial: tuple[tuple[int, Persisted], ...] = ()  # node -> its persisted state, for the nodes that start from one (shut down)
     steps: tuple[ClusterStep, ...]
     step_lines: tuple[int, ...]
@@ -167,7 +174,7 @@ class _Compiler:
         name = header.get("scenario", self.path.stem.removesuffix(".scenario"))
         placed = _placed(comments, first, lines)
         if "node" not in header:
-            return ClusterScenario(name=name, cluster=header["cluster"], initial=header["initials"], steps=tuple(steps), step_lines=tuple(lines), comments=placed)
+            return ClusterScenario(name=name, setting=header.get("cluster", header.get("partition")), initial=header["initials"], steps=tuple(steps), step_lines=tuple(lines), comments=placed)
         made = Header(
             kind=traces.KIND,
             format_version=traces.FORMAT_VERSION,
@@ -195,16 +202,16 @@ class _Compiler:
 
     def check_header(self, tree: lark.Tree, header: dict[str, object], seen: dict[str, lark.Tree], run: bool) -> None:
         """The header must say where the node is and who it is before the first step; a cluster
-        scenario (`run`) names a KRaft cluster and no node."""
+        scenario (`run`) names a KRaft cluster or an ISR partition and no node."""
         where = tree.children[0] if tree.children else lark.Token("NAME", "", line=1, column=1)
         if run:
-            for kind in ("partition", "node", "initial"):
+            for kind in ("node", "initial"):
                 if kind in seen:
-                    raise self.error(seen[kind], f"a {kind} statement in a scenario of the whole cluster (do): expected a cluster, initial node N ... and actions")
+                    raise self.error(seen[kind], f"a {kind} statement in a scenario of the whole cluster (do): expected a cluster or partition, initial node N ... and actions")
+            if "partition" in seen and "initial_node" in seen:
+                raise self.error(seen["initial_node"], "an initial node N statement in an ISR partition's scenario: its replicas start fresh")
         elif "initial_node" in seen:
             raise self.error(seen["initial_node"], "an initial node N statement in a scenario of one node (step): expected initial field=value ...")
-            if "cluster" not in header:
-                raise self.error(where, "expected a cluster statement: the KRaft cluster the actions run on")
         if ("cluster" in header) == ("partition" in header):
             place = seen.get("partition", where) if "cluster" in header else where
             raise self.error(place, "expected exactly one of a cluster statement (a KRaft node) and a partition statement (an ISR replica)")
@@ -277,14 +284,17 @@ class _Compiler:
         violated, holds, states, in_flight = [], [], [], []
         for clause in clauses:
             if clause.data == "describe":
+                if "partition" in header:
+                    raise self.error(clause, "describe shows a KRaft quorum; an ISR partition has none")
                 continue
             if clause.data == "expect_in_flight":
                 in_flight.append(self.envelope(clause.children, header))
             elif clause.data == "expect_property":
                 verdict, *rules = clause.children
+                known = ISR_PROPERTIES if "partition" in header else PROPERTIES
                 for rule in rules:
-                    if str(rule) not in PROPERTIES:
-                        raise self.error(rule, f"unknown safety property {str(rule)!r}; expected one of {', '.join(PROPERTIES)}")
+                    if str(rule) not in known:
+                        raise self.error(rule, f"unknown safety property {str(rule)!r}; expected one of {', '.join(known)}")
                 (violated if str(verdict) == "violated" else holds).extend(str(rule) for rule in rules)
             else:
                 node, role, *kwargs = clause.children
@@ -303,10 +313,16 @@ class _Compiler:
             request, sent = None, self.message(message, REQUEST_TYPES, "a request (a response names the request it answers: RESPONSE for REQUEST)")
         return Envelope(source=self.node_id(sender, header), destination=self.node_id(receiver, header), message=sent, request=request)
 
-    def action(self, source: lark.Tree, header: dict[str, object]) -> Action | UntilQuiet:
+    def action(self, source: lark.Tree, header: dict[str, object]) -> Action | IsrAction | UntilQuiet:
         kind, children = source.data, source.children
+        isr = "partition" in header
+        word = str(children[0]) if kind in ("node_action", "deliver") else {"fire": "timer", "drop": "drop", "shrink_at": "shrink_isr", "elect": "elect", "power_failure": "power_failure"}.get(kind)
+        if word in (_ISR_ONLY if not isr else _KRAFT_ONLY):
+            raise self.error(source, f"{word} is {'an ISR partition' if word in _ISR_ONLY else 'a KRaft cluster'}'s action; expected one of {', '.join(_KRAFT_ACTIONS if not isr else _ISR_ACTIONS)}")
         if kind == "quiet":
             return UntilQuiet()
+        if kind == "power_failure":
+            return self.keyword_struct(kind, source)
         if kind in ("deliver", "drop"):
             envelope = self.envelope(children[1:] if kind == "deliver" else children, header)
             return Deliver(envelope=envelope, duplicate=str(children[0]) == "duplicate") if kind == "deliver" else Drop(envelope=envelope)
@@ -315,9 +331,11 @@ class _Compiler:
             return Fire(node=node, timer=self.event(lark.Tree("timer", [children[1]], source.meta), header).kind)
         if kind == "append_at":
             return Append(node=node, value=int(children[1]))
-        if str(children[0]) == "fetch_next":
-            raise self.error(children[0], "fetch_next is an ISR replica's; expected resign, crash or restart")
-        return {"resign": ResignLeader, "crash": CrashNode, "restart": RestartNode}[str(children[0])](node=node)
+        if kind == "shrink_at":
+            return Shrink(node=node, replica=self.node_id(children[1], header))
+        if kind == "elect":
+            return Elect(node=node)
+        return {"resign": ResignLeader, "crash": CrashNode, "restart": RestartNode, "fetch_next": StartFetch}[str(children[0])](node=node)
 
     def event(self, source: lark.Tree, header: dict[str, object]) -> object:
         kind, children = source.data, source.children

@@ -14,15 +14,17 @@ from conformance.scenario.parser import ClusterScenario, UntilQuiet
 from conformance.scenario.notation import ERROR_NAMES, STATE_DEFAULTS, is_error_field, log_end, non_defaults
 from model.cluster import Action, Append, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
 from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Timer
+from model.isr.cluster import Action as IsrAction
+from model.isr.cluster import Elect, PowerFailure, Shrink, StartFetch
 from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
 from model.isr.state import LeaderAndIsr
 from model.messages import Record
 from model.network import Envelope
-from spec.trace import Alternative, Header, Observed, Outputs, Step, Trace
+from spec.trace import Alternative, Header, Observed, Outputs, Step, Trace, TraceCluster
 
 INDENT = "  "
 _BARE = {Resign: "resign", Crash: "crash", Restart: "restart", FetchNext: "fetch_next"}
-_NODE_ACTIONS = {ResignLeader: "resign", CrashNode: "crash", RestartNode: "restart"}
+_NODE_ACTIONS = {ResignLeader: "resign", CrashNode: "crash", RestartNode: "restart", StartFetch: "fetch_next"}
 
 
 def scenario_text(trace: Trace, comments: dict[int, list[str]] | None = None) -> str:
@@ -175,7 +177,7 @@ def _record_range(run: list[Record]) -> str:
 def cluster_scenario_text(scenario: ClusterScenario) -> str:
     """A scenario of the whole cluster (`do` statements), its comments where they were."""
     comments = scenario.comments
-    lines = [*comments.get(0, []), f"scenario {string(scenario.name)}", keyword_line("cluster", non_defaults(scenario.cluster))]
+    lines = [*comments.get(0, []), f"scenario {string(scenario.name)}", keyword_line("cluster" if type(scenario.setting) is TraceCluster else "partition", non_defaults(scenario.setting))]
     lines.extend(keyword_line(f"initial node {node}", non_defaults(initial)) for node, initial in scenario.initial)
     for number, step in enumerate(scenario.steps, start=1):
         lines.extend(comments.get(number, []))
@@ -191,11 +193,17 @@ def cluster_scenario_text(scenario: ClusterScenario) -> str:
     return "\n".join(lines) + "\n"
 
 
-def action_text(action: Action | UntilQuiet) -> str:
+def action_text(action: Action | IsrAction | UntilQuiet) -> str:
     """A cluster action in the scenario language."""
     kind = type(action)
     if kind is UntilQuiet:
         return "run until quiet"
+    if kind is Shrink:
+        return f"shrink_isr {action.node} {action.replica}"
+    if kind is Elect:
+        return f"elect {action.node}"
+    if kind is PowerFailure:
+        return keyword_line("power_failure", non_defaults(action))
     if kind in (Deliver, Drop):
         verb = "drop" if kind is Drop else "duplicate" if action.duplicate else "deliver"
         return f"{verb} {envelope_text(action.envelope)}"
