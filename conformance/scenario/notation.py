@@ -3,13 +3,13 @@ name, and which field values are defaults (and so left out of a printed scenario
 
 import msgspec
 
+from model.events import AppendResult
+from model.isr.cluster import PowerFailure
+from model.isr.events import AlterIsr
 from model.isr.state import LeaderAndIsr
 from model.messages import Message, Record
 from spec import errors
 from spec.trace import Persisted, TraceCluster, TracePartition
-from model.events import AppendResult
-from model.isr.cluster import PowerFailure
-from model.isr.events import AlterIsr
 
 
 def _struct_types(roots: list) -> dict[str, type]:

@@ -1,4 +1,5 @@
-"""A trace printed as a scenario: readable, yet exact (parsing and compiling it gives the trace back).
+"""A trace printed as a scenario: readable, yet exact (parsing and compiling it gives the trace
+back); and a scenario of the whole cluster printed as it parses.
 
 Messages are written by name with only their non-default fields, error codes by name, records
 and observed logs as epoch ranges (`e1[0..2]`, records with their values in braces). A step's
