@@ -534,3 +534,9 @@ def test_every_request_and_response_handling_rule_has_a_scenario():
     for rule in handling:
         scenario = parse(Path("x.scenario"), (ROOT / "traces" / "scenarios" / f"rule-{rule.lower()}.scenario").read_text())
         assert rule in scenario.trace.steps[-1].rules, rule
+
+
+def test_values_nested_too_deeply_are_an_error_not_a_crash():
+    with pytest.raises(ScenarioError) as raised:
+        parse(Path("deep.scenario"), "cluster voters=[1]\nnode 1\ninitial log=" + "[" * 20000 + "]" * 20000 + "\n")
+    assert str(raised.value) == "deep.scenario: values nested too deeply"

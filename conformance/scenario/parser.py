@@ -108,10 +108,12 @@ def parse(path: Path, text: str) -> Scenario | ClusterScenario:
     _comments.clear()
     try:
         tree = _PARSER.parse(text)
+        comments = [(token.line, str(token)) for token in _comments]
+        return _Compiler(path).scenario(tree, comments)
     except lark.UnexpectedInput as error:
         raise ScenarioError(f"{path}:{error.line}:{error.column}: {_syntax(error)}") from None
-    comments = [(token.line, str(token)) for token in _comments]
-    return _Compiler(path).scenario(tree, comments)
+    except RecursionError:
+        raise ScenarioError(f"{path}: values nested too deeply") from None
 
 
 def _syntax(error: lark.UnexpectedInput) -> str:
