@@ -6,6 +6,8 @@ corpus/    the conformance corpus: coverage cells, the reference's traces, searc
            per system, generation with its manifest, counterexamples as traces
 certify/   replay through an adapter, verdicts per rule, shortening, mutation score, the
            report formats (reports/), the pytest plugin
+scenario/  scenarios, traces written for people: the language's parser and printer, runs
+           through an adapter, expectations recorded from the model, quorum views
 coverage/  rule coverage measured from the rule tests
 diagrams/  message-sequence diagrams as SVG: counterexamples, traces, divergences
 commands/  the body of each `kraftcheck` command
@@ -15,5 +17,5 @@ outputs.py where kraftcheck writes: checked up front, never over what it does no
            report sets published whole
 
 A stage imports spec/, model/, adapters/ and the stages before it (diagrams < explore <
-corpus < certify), never one after it; tests/test_layout.py enforces it.
+corpus < certify < scenario), never one after it; tests/test_layout.py enforces it.
 """

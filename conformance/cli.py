@@ -165,7 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(--as svg): one lifeline for the node under test and one per peer, an arrow per message, its state where it changes.",
     )
     show.add_argument("file", help="a trace file (.jsonl or .msgpack)")
-    show.add_argument("--as", dest="format", choices=("table", "svg"), default="table", help="table (default) or svg: a self-contained SVG diagram")
+    show.add_argument(
+        "--as",
+        dest="format",
+        choices=("table", "svg", "scenario"),
+        default="table",
+        help="table (default), svg: a self-contained SVG diagram, or scenario: the trace in the scenario language (spec/scenario-format.md), exact",
+    )
     show.add_argument("--out", metavar="FILE", help="with --as svg: write the diagram to FILE (default: standard output)")
     show.set_defaults(run=command("traces", "show"))
 
@@ -233,6 +239,56 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--json", action="store_true", help="print a summary object instead of tables")
     add_engine_options(cert, "the replay")
     cert.set_defaults(run=command("certify"))
+
+    describe = commands.add_parser(
+        "describe",
+        help="the quorum views of a trace's node after a step, as kafka-metadata-quorum.sh prints them",
+        description="Run the reference model along a KRaft trace's inputs up to a step and print, if the node leads then, its "
+        "DescribeQuorum answer as `kafka-metadata-quorum.sh describe --status` (ClusterId, LeaderId, LeaderEpoch, HighWatermark, "
+        "MaxFollowerLag, CurrentVoters, CurrentObservers) and `--replication` (ReplicaId, LogEndOffset, Lag, Status) print it.",
+    )
+    describe.add_argument("file", help="a trace file (.jsonl or .msgpack)")
+    describe.add_argument("--step", type=int, metavar="N", help="after step N (0: before the first; default: the last)")
+    describe.set_defaults(run=command("traces", "describe"))
+
+    scenario_commands = commands.add_parser(
+        "scenario",
+        help="run hand-written scenarios through an adapter, or record their expectations",
+        description="Scenarios are conformance traces written for people (spec/scenario-format.md).",
+    )
+    scenario_sub = scenario_commands.add_subparsers(dest="scenario_command", required=True, metavar="SUBCOMMAND")
+    scenario_run = scenario_sub.add_parser(
+        "run",
+        help="replay scenario files through an adapter: a pass/fail table and the first failure",
+        description="Replay each scenario through an adapter as certify replays a trace (every outcome the specification allows "
+        "accepted); a scenario whose expectations are not the reference model's fails at its step's line. Steps that name no "
+        "rules take the model's. Exit 0 when every scenario passes, 1 when one fails, 2 on unusable input (a scenario that "
+        "cannot be read, named with its line and column; an adapter).",
+    )
+    scenario_run.add_argument("files", nargs="+", metavar="FILE", help="scenario files")
+    scenario_run.add_argument("--adapter", default="reference", help="as for certify (default reference): reference[:OPTIONS], mutant:NAME, subprocess:COMMAND, kafka[:VERSION]")
+    scenario_run.add_argument("--step-timeout", type=float, default=10.0, help="seconds a subprocess adapter may take per reply (default 10, at most 3600)")
+    scenario_run.set_defaults(run=command("scenario"))
+    scenario_record = scenario_sub.add_parser(
+        "record",
+        help="fill in the scenarios' expectations from the reference model, in place",
+        description="Rewrite each scenario file with every expectation, rule and allowed outcome the reference model gives for "
+        "its inputs, keeping its comments: writing a case means writing its inputs. Every file is read and recorded before any "
+        "is written, and each is replaced whole; exit 2, nothing written, when one cannot be read.",
+    )
+    scenario_record.add_argument("files", nargs="+", metavar="FILE", help="scenario files")
+    scenario_record.set_defaults(run=command("scenario", "record"))
+    scenario_compile = scenario_sub.add_parser(
+        "compile",
+        help="compile scenarios to node-level traces: a corpus for certify --corpus",
+        description="Write each scenario as the node-level traces it stands for (a cluster scenario: one per node that takes a "
+        "step), with the reference model's rules and allowed outcomes, into a directory written whole; then "
+        "`certify --corpus DIR --no-verify` certifies an adapter against them. A scenario whose expectations are not the model's "
+        "is refused with its line.",
+    )
+    scenario_compile.add_argument("files", nargs="+", metavar="FILE", help="scenario files")
+    scenario_compile.add_argument("--out", required=True, metavar="DIR", help="a new or empty directory, or one of earlier compiled traces")
+    scenario_compile.set_defaults(run=command("scenario", "compile_scenarios"))
 
     choose = commands.add_parser(
         "choices",

@@ -26,6 +26,7 @@ ORDER = (
     ("conformance.explore", "conformance.coverage"),
     ("conformance.corpus",),
     ("conformance.certify",),
+    ("conformance.scenario",),
     ("conformance.commands",),
     ("conformance.cli",),
     ("conformance",),  # the package itself: a docstring
@@ -110,7 +111,7 @@ def test_adapters_spec_and_model_do_not_import_conformance():
         assert not [name for _, name in imports_of(path) if name.startswith("conformance")], path
 
 
-@pytest.mark.parametrize("package", ["spec", "model", "adapters", "conformance", "conformance/explore", "conformance/corpus", "conformance/certify", "conformance/certify/reports", "conformance/coverage", "conformance/diagrams", "conformance/commands", "model/isr"])
+@pytest.mark.parametrize("package", ["spec", "model", "adapters", "conformance", "conformance/explore", "conformance/corpus", "conformance/certify", "conformance/certify/reports", "conformance/coverage", "conformance/diagrams", "conformance/commands", "conformance/scenario", "model/isr"])
 def test_every_package_opens_with_a_docstring(package):
     init = ROOT / package / "__init__.py"
     assert ast.get_docstring(ast.parse(init.read_text())), f"{init} has no docstring"

@@ -12,6 +12,9 @@ from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, check_c
 from conformance.diagrams.traces import trace_svg
 from conformance.explore.configs import CheckConfig, resolve
 from conformance.outputs import OutputError
+from conformance.scenario.counterexamples import counterexample_scenario, is_counterexample
+from conformance.scenario.describe import trace_views
+from conformance.scenario.printer import cluster_scenario_text, scenario_text
 from conformance.spark.session import spark_options, spark_session
 from conformance.text import wrapped_table
 from model.config import ConfigError
@@ -51,11 +54,17 @@ def print_schema(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
+    if args.format == "scenario" and is_counterexample(Path(args.file)):
+        sys.stdout.write(cluster_scenario_text(counterexample_scenario(Path(args.file))))
+        return 0
     shown = traces.read(Path(args.file))
     if args.format == "svg":
         return show_svg(shown, args.out)
     if args.out:
         raise OutputError("--out writes a diagram: use it with --as svg")
+    if args.format == "scenario":
+        sys.stdout.write(scenario_text(shown))
+        return 0
     header = shown.header
     if header.cluster is not None:
         member = f"node {header.node} of voters {list(header.cluster.voters)} observers {list(header.cluster.observers)}, profile {header.cluster.profile}"
@@ -72,6 +81,14 @@ def show(args: argparse.Namespace) -> int:
         after = f"{state.role} e{state.epoch} leader {state.leader_id} log {state.log_end_offset} hw {state.high_watermark}" if state else "-"
         rows.append((step.step, step.note, answer, len(step.expect.sends), after, " ".join(step.rules)))
     print(wrapped_table(rows, ("step", "input", "errors", "sends", "state after", "rules"), [None, 60, 40, None, 40, 30]))
+    return 0
+
+
+def describe(args: argparse.Namespace) -> int:
+    """The quorum views (`kafka-metadata-quorum.sh describe --status`, `--replication`) of a
+    trace's node after a step."""
+    shown = traces.read(Path(args.file))
+    print(trace_views(shown, len(shown.steps) if args.step is None else args.step))
     return 0
 
 
