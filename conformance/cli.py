@@ -105,7 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--unflushed-loss", action=argparse.BooleanOptionalAction, default=None, help="ISR system: a power failure of every replica loses records not yet on disk")
     check.add_argument("--workers", type=int, help="worker processes, 1 to 64 (default: one per core, at most 64); counts are identical for any number; ISR configurations run in-process")
     check.add_argument("--keep-going", action="store_true", help="collect a counterexample for every violated property")
-    check.add_argument("--max-states", type=int, help="stop after this many distinct states, at least 1")
+    check.add_argument("--max-states", type=int, help="stop after this many distinct states, at least 1: before the next level, once that many are found")
+    check.add_argument(
+        "--max-seconds",
+        type=float,
+        help="a time budget: no level starts after this many seconds, and the summary covers the levels completed (every state up to that depth); the level under way is finished first",
+    )
     check.add_argument("--out", default="out", help="directory for counterexamples: JSON Lines and SVG diagrams (default ./out)")
     check.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_engine_options(check, "the search")

@@ -55,6 +55,14 @@ def test_a_bounded_search_stops_where_the_in_process_one_does(spark):
     assert (result.distinct, result.generated, result.depth, result.complete) == (expected.distinct, expected.generated, expected.depth, False)
 
 
+def test_a_time_budget_on_spark_ends_at_a_level_boundary(spark):
+    config = resolve("faults", {})
+    timed = explore_spark(spark.session, functools.partial(system_for, config), spark.work, partitions=2, max_seconds=3.0)
+    assert timed.stopped == "max-seconds" and not timed.complete and timed.depth >= 2
+    expected = explore(system_for(config), max_states=timed.distinct)
+    assert (timed.distinct, timed.generated, timed.depth) == (expected.distinct, expected.generated, expected.depth)
+
+
 def run_check(tmp_path, name, *options):
     out = tmp_path / name
     code = cli.main(["check", *options, "--out", str(out), "--json"])

@@ -13,6 +13,7 @@ from conformance.explore.engine import Progress
 from conformance.explore.isr_system import IsrSystem, steps_table
 from conformance.outputs import check_directory
 from conformance.spark.session import spark_options
+from model.config import ConfigError
 
 # Each worker is a process holding its shard of the states; beyond the cores more only cost memory.
 MAX_WORKERS = 64
@@ -51,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     check_bound("--workers", workers, 1, MAX_WORKERS)
     if args.max_states is not None:
         check_bound("--max-states", args.max_states, 1)
+    if args.max_seconds is not None and not 0 < args.max_seconds < float("inf"):
+        raise ConfigError(f"--max-seconds must be a positive number of seconds, got {args.max_seconds}")
     out = Path(args.out)
     check_directory(out, lambda name: True, "counterexamples")  # before the search, not after it
     spark = spark_options(args)
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  level {p.depth}: {p.distinct:,} states, frontier {p.queue:,}, {p.generated:,} generated, {p.seconds:.1f}s", file=sys.stderr, flush=True)
 
     shown = level_done if spark else (progress if live else None)
-    system, result, workers = check(config, keep_going=args.keep_going, max_states=args.max_states, workers=workers, progress=shown, spark=spark)
+    system, result, workers = check(config, keep_going=args.keep_going, max_states=args.max_states, max_seconds=args.max_seconds, workers=workers, progress=shown, spark=spark)
     if live and not spark:
         print(file=sys.stderr)
     isr = isinstance(system, IsrSystem)

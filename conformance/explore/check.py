@@ -55,6 +55,7 @@ def summary(name: str, config: CheckConfig | IsrCheckConfig, system: KraftSystem
         "symmetry": system.symmetry,
         "complete": result.complete,
         "interrupted": result.interrupted,
+        "stopped_by": result.stopped,
         "distinct_states": result.distinct,
         "generated_states": result.generated,
         "depth": result.depth,
@@ -71,10 +72,13 @@ def summary(name: str, config: CheckConfig | IsrCheckConfig, system: KraftSystem
     }
 
 
+STOPPED_BY = {"max-states": ": --max-states reached", "max-seconds": ": --max-seconds reached"}
+
+
 def summary_table(data: dict) -> str:
     rows = [
         ("configuration", data["config"]),
-        ("exhaustive", "yes" if data["complete"] else ("no (interrupted)" if data["interrupted"] else "no (stopped early)")),
+        ("exhaustive", "yes" if data["complete"] else ("no (interrupted)" if data["interrupted"] else f"no (stopped early{STOPPED_BY.get(data['stopped_by'], '')})")),
         ("distinct states", f"{data['distinct_states']:,}"),
         ("generated states", f"{data['generated_states']:,}"),
         ("depth", data["depth"]),
@@ -150,6 +154,7 @@ def check(
     workers: int,
     progress: Callable[[Progress], None] | None,
     spark: SparkOptions | None = None,
+    max_seconds: float | None = None,
 ) -> tuple[KraftSystem | IsrSystem, Result, int]:
     """Explore a configuration: its system, the result and the worker count actually used (on
     Spark: the cluster's cores).
@@ -162,16 +167,17 @@ def check(
     system = system_for(config)
     if isinstance(system, IsrSystem):
         keep_going, workers = keep_going or config.keep_going, 1
+    limits = {"keep_going": keep_going, "max_states": max_states, "max_seconds": max_seconds}
     try:
         if spark is not None:
             with spark_session(spark) as run:
                 workers = run.session.sparkContext.defaultParallelism
                 make = functools.partial(system_for, config)
-                result = explore_spark(run.session, make, run.work, partitions=run.partitions, keep_going=keep_going, max_states=max_states, progress=progress, local=system)
+                result = explore_spark(run.session, make, run.work, partitions=run.partitions, progress=progress, local=system, **limits)
         elif workers > 1:
-            result = explore_sharded(functools.partial(system_for, config), workers, keep_going=keep_going, max_states=max_states, progress=progress, local=system)
+            result = explore_sharded(functools.partial(system_for, config), workers, progress=progress, local=system, **limits)
         else:
-            result = explore(system, keep_going=keep_going, max_states=max_states, progress=progress)
+            result = explore(system, progress=progress, **limits)
     except SearchInterrupted as interrupt:
         result = interrupt.result
     result.counterexamples = [as_replayed(system, c) for c in result.counterexamples]

@@ -72,6 +72,7 @@ class Result(msgspec.Struct):
     complete: bool  # the whole bounded state space was explored
     counterexamples: list  # one per violated property, in property order
     interrupted: bool = False  # ended by an interrupt: the counts so far, not complete, no counterexamples
+    stopped: str | None = None  # the limit that ended the search at a level boundary: "max-states" or "max-seconds"
 
 
 class SearchInterrupted(KeyboardInterrupt):
@@ -83,6 +84,16 @@ class SearchInterrupted(KeyboardInterrupt):
     def __init__(self, distinct: int, generated: int, depth: int, seconds: float) -> None:
         super().__init__()
         self.result = Result(distinct, generated, depth, seconds, False, [], interrupted=True)
+
+
+def limit_reached(distinct: int, max_states: int | None, started: float, max_seconds: float | None) -> str | None:
+    """The limit a search has reached, checked as a level is about to start: every level before
+    it is then complete, so the counts are those of a search bounded in depth."""
+    if max_states is not None and distinct >= max_states:
+        return "max-states"
+    if max_seconds is not None and time.perf_counter() - started >= max_seconds:
+        return "max-seconds"
+    return None
 
 
 class ParentLinks:
@@ -136,10 +147,12 @@ def explore(
     *,
     keep_going: bool = False,
     max_states: int | None = None,
+    max_seconds: float | None = None,
     progress: Callable[[Progress], None] | None = None,
     progress_every: float = 1.0,
 ) -> Result:
-    """Breadth-first search; stops after the first level with a violation unless keep_going."""
+    """Breadth-first search; stops after the first level with a violation unless keep_going,
+    or before a level once a limit is reached."""
     start = time.perf_counter()
     parents = ParentLinks()
     findings = Findings()
@@ -153,9 +166,11 @@ def explore(
     generated = len(frontier)
     depth = 0
     next_report = start + progress_every
+    stopped = None
     try:
         while frontier and not (findings and not keep_going):
-            if max_states is not None and len(parents) >= max_states:
+            stopped = limit_reached(len(parents), max_states, start, max_seconds)
+            if stopped:
                 break
             level: list[tuple[int, object]] = []
             for parent_fp, state in frontier:
@@ -182,7 +197,7 @@ def explore(
         Counterexample(v, shortest_path(system, parents.get, fp))
         for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
     ]
-    return Result(len(parents), generated, depth, seconds, not frontier, counterexamples)
+    return Result(len(parents), generated, depth, seconds, not frontier, counterexamples, stopped=stopped)
 
 
 def shortest_path(system: System, parent_of: Callable[[int], int], target: int) -> list[tuple[object, object]]:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import msgspec
 
 from adapters.process_lifetime import die_with_parent
-from conformance.explore.engine import Counterexample, Findings, ParentLinks, Progress, Result, SearchInterrupted, Violation, shortest_path
+from conformance.explore.engine import Counterexample, Findings, ParentLinks, Progress, Result, SearchInterrupted, Violation, limit_reached, shortest_path
 from conformance.explore.kraft_system import KraftSystem
 from model.cluster import History
 from model.network import Envelope
@@ -225,6 +225,7 @@ def explore_sharded(
     *,
     keep_going: bool = False,
     max_states: int | None = None,
+    max_seconds: float | None = None,
     progress: Callable[[Progress], None] | None = None,
     local: KraftSystem | None = None,
 ) -> Result:
@@ -236,6 +237,7 @@ def explore_sharded(
     start = time.perf_counter()
     coordinator = Coordinator(make_system, workers)
     distinct = generated = depth = 0
+    stopped = None
     try:
         findings = Findings()
         started = coordinator.broadcast("start", [None] * workers)
@@ -245,7 +247,8 @@ def explore_sharded(
                 findings.note(depth, fp, (Violation(*v),))
         generated, depth, frontier = distinct, 0, distinct
         while frontier and not (findings and not keep_going):
-            if max_states is not None and distinct >= max_states:
+            stopped = limit_reached(distinct, max_states, start, max_seconds)
+            if stopped:
                 break
             expanded = coordinator.broadcast("expand", [depth + 1] * workers)
             inbound: list[list[bytes]] = [[] for _ in range(workers)]
@@ -282,7 +285,7 @@ def explore_sharded(
             Counterexample(v, shortest_path(local, parent_of, fp))
             for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
         ]
-        return Result(distinct, generated, depth, seconds, not frontier, counterexamples)
+        return Result(distinct, generated, depth, seconds, not frontier, counterexamples, stopped=stopped)
     except KeyboardInterrupt:
         raise SearchInterrupted(distinct, generated, depth, time.perf_counter() - start) from None
     finally:

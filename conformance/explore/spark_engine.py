@@ -27,7 +27,7 @@ import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 
-from conformance.explore.engine import Counterexample, Findings, Progress, Result, SearchInterrupted, System, Violation, shortest_path
+from conformance.explore.engine import Counterexample, Findings, Progress, Result, SearchInterrupted, System, Violation, limit_reached, shortest_path
 
 PARTS = "parts"  # a record of shared parts: (PARTS, [(fp, kind, encoding), ...])
 SUMMARY = "summary"  # a partition's summary of a level: (SUMMARY, generated, new states, findings)
@@ -177,6 +177,7 @@ def explore_spark(
     partitions: int,
     keep_going: bool = False,
     max_states: int | None = None,
+    max_seconds: float | None = None,
     progress: Callable[[Progress], None] | None = None,
     local: System | None = None,
     order: type = ByParent,
@@ -211,11 +212,13 @@ def explore_spark(
     visited = []  # per level, its fingerprints; rebuilt from that level's checkpoint if an executor is lost
     held = None  # the last level's states, cached until the next level is computed
     levels = []  # every level, checkpointed: where the parent records come from
+    stopped = None
     try:
         while True:
             levels.append(level)
             visited.append(level.mapPartitions(_fingerprints, preservesPartitioning=True).persist(StorageLevel.MEMORY_AND_DISK))
-            if findings and not keep_going or (max_states is not None and distinct >= max_states):
+            stopped = limit_reached(distinct, max_states, start, max_seconds)
+            if findings and not keep_going or stopped:
                 break
             if each_level:
                 each_level(level, depth)
@@ -241,7 +244,7 @@ def explore_spark(
             if progress:
                 progress(Progress(distinct, generated, depth, found_new, time.perf_counter() - start))
         seconds = time.perf_counter() - start
-        complete = not (findings and not keep_going) and not (max_states is not None and distinct >= max_states)
+        complete = not (findings and not keep_going) and not stopped
     except KeyboardInterrupt:
         context.cancelAllJobs()
         raise SearchInterrupted(distinct, generated, depth, time.perf_counter() - start) from None
@@ -255,7 +258,7 @@ def explore_spark(
         ]
     for rdd in [*visited, held] if held else visited:
         rdd.unpersist()
-    return Result(distinct, generated, depth, seconds, complete, counterexamples)
+    return Result(distinct, generated, depth, seconds, complete, counterexamples, stopped=stopped)
 
 
 def _write_parents(session, levels: list, work: str) -> None:
