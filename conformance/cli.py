@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--config",
-        help="a named configuration of conformance/explore/configs.toml: smoke, faults, tlc-kraft, figure8, isr-hw, isr-epoch, ... "
+        help="a named configuration of conformance/explore/configs.toml: smoke, faults, tlc-kraft-if4, figure8, isr-hw, isr-epoch, ... "
         "With no option at all: smoke. Options given without --config override the built-in defaults, not smoke's: "
         "3 voters, no observers, 1 client value, max epoch 2, no election bound, 4 messages in flight, loss and leader "
         "progress timeouts on, no crashes, duplication, resignation or re-sends; with an ISR option (--replicas, --min-isr, "

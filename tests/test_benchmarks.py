@@ -66,3 +66,12 @@ def test_the_spark_benchmark_compares_the_engines_on_pinned_cores(tmp_path):
     assert "identical counts across runs: yes" in result.stdout
     assert "Spark per core / in-process: " in result.stdout
     assert (tmp_path / "spark-smoke.txt").read_text() == result.stdout
+
+
+def test_the_in_flight_growth_benchmark_names_the_bound_from_which_counts_stop_growing():
+    command = [sys.executable, str(ROOT / "benchmarks" / "in_flight_growth.py"), "--config", "smoke", "--bounds", "3", "4", "6", "--workers", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()[2:5]]
+    assert [(row[0], row[1], row[2]) for row in rows] == [("3", "yes", "873"), ("4", "yes", "1,083"), ("6", "yes", "1,083")]
+    assert result.stdout.splitlines()[-1] == "counts equal at N and N + 2 (the bound no longer binds) from: 4"

@@ -1,0 +1,113 @@
+"""Benchmark: how a configuration's state space grows with the bound on messages in flight.
+
+The public KRaft TLA+ specification bounds no such thing; kraftcheck's configurations do, so
+a comparison is only like for like where the bound no longer binds: the same counts at N and
+N + 2, both exhausted. For each bound this runs `kraftcheck check --json` in a child process
+and prints: exhausted or not, distinct states, depth, wall seconds, distinct states per second
+per core, the peak memory of the whole process tree (sampled) and that peak per distinct state;
+then the smallest bound from which the counts stop growing, if the runs show one.
+
+    .venv/bin/python benchmarks/in_flight_growth.py [--config NAME] [--bounds 4 5 6 8 10]
+        [--workers N] [--max-states N] [-- extra check options, e.g. --no-loss]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from tabulate import tabulate
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = os.sysconf("SC_PAGE_SIZE")
+SAMPLE_SECONDS = 0.2
+
+
+def tree_rss(root: int) -> int:
+    """Resident bytes of a process and all its descendants, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    total, pending = 0, [root]
+    while pending:
+        pid = pending.pop()
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+        except OSError:
+            pass
+        pending += children.get(pid, [])
+    return total
+
+
+def measured_check(arguments: list[str]) -> tuple[dict, int]:
+    """A `check --json` run's summary and the peak memory of its process tree."""
+    with tempfile.TemporaryDirectory() as out:
+        command = [sys.executable, "-m", "conformance.cli", "check", *arguments, "--json", "--out", out]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        peak = [0]
+
+        def sample() -> None:
+            while process.poll() is None:
+                peak[0] = max(peak[0], tree_rss(process.pid))
+                time.sleep(SAMPLE_SECONDS)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            out_text, err_text = process.communicate()
+        finally:
+            process.kill()
+        sampler.join()
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"in_flight_growth: check {' '.join(arguments)} failed (exit {process.returncode}):\n{err_text[-2000:]}")
+    return json.loads(out_text), peak[0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default="tlc-kraft-if4", help="the named configuration whose in-flight bound varies (default tlc-kraft-if4)")
+    parser.add_argument("--bounds", type=int, nargs="+", default=[4, 5, 6], help="the bounds on messages in flight to run (default 4 5 6)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="workers per run (default: one per core)")
+    parser.add_argument("--max-states", type=int, help="stop a run at this many distinct states (it is then not exhausted)")
+    parser.add_argument("extra", nargs="*", help="more `check` options after --, such as --no-loss or --profile NAME")
+    args = parser.parse_args()
+    rows, exhausted = [], {}
+    for bound in args.bounds:
+        arguments = ["--config", args.config, "--max-in-flight", str(bound), "--workers", str(args.workers), *args.extra]
+        if args.max_states:
+            arguments += ["--max-states", str(args.max_states)]
+        print(f"running check {' '.join(arguments)} ...", file=sys.stderr, flush=True)
+        summary, peak = measured_check(arguments)
+        if summary["complete"]:
+            exhausted[bound] = summary["distinct_states"]
+        rows.append(
+            (
+                bound,
+                "yes" if summary["complete"] else "NO",
+                f"{summary['distinct_states']:,}",
+                summary["depth"],
+                f"{summary['wall_s']:.1f}",
+                f"{summary['distinct_per_s_per_core']:,}",
+                f"{peak / 2**20:,.0f}",
+                f"{peak / max(summary['distinct_states'], 1):,.0f}",
+            )
+        )
+        print(rows[-1], file=sys.stderr, flush=True)
+    print(tabulate(rows, headers=("in flight", "exhausted", "distinct", "depth", "wall s", "distinct/s/core", "peak MiB", "bytes/state"), tablefmt="simple"))
+    settled = [n for n in sorted(exhausted) if exhausted.get(n + 2) == exhausted[n]]
+    print(f"counts equal at N and N + 2 (the bound no longer binds) from: {settled[0] if settled else 'not shown by these runs'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
