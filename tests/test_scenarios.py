@@ -364,9 +364,9 @@ def test_describe_prints_the_quorum_views_as_kafka_metadata_quorum_does(capsys):
     assert views[3] + "\n" == QUORUM_VIEWS.split("\n\n")[1]
 
 
-@pytest.mark.parametrize("saved", ["counterexample-figure8-SAFE-6.jsonl", "counterexample-tlc-kraft-SAFE-6.jsonl", "counterexample-figure8-no-leader-change-SAFE-6.jsonl"])
+@pytest.mark.parametrize("saved", ["counterexample-figure8-SAFE-6.jsonl", "counterexample-tlc-kraft-if4-SAFE-6.jsonl", "counterexample-figure8-no-leader-change-SAFE-6.jsonl"])
 def test_saved_counterexamples_of_the_faulty_variants_reproduce_as_scenarios(tmp_path, capsys, saved):
-    """faulty-hw-any-epoch (figure8), faulty-vote-no-log-check (tlc-kraft) and
+    """faulty-hw-any-epoch (figure8), faulty-vote-no-log-check (tlc-kraft-if4) and
     faulty-no-leader-change-hw-any-epoch (figure8 --fetch-max-records 0 --client-values 2), saved by
     check (minutes of search each); faulty-forget-vote and faulty-truncate-to-hw are searched above."""
     path = ROOT / "tests" / "data" / saved
