@@ -111,6 +111,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="a time budget: no level starts after this many seconds, and the summary covers the levels completed (every state up to that depth); the level under way is finished first",
     )
+    check.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="keep the search on disk in DIR, a new or empty directory: the fingerprint table mapped from a file, each level's "
+        "states, the parent links; memory then holds caches and a batch, so disk bounds the run, not RAM. A checkpoint is "
+        "written after every level: a run that is killed continues with --resume DIR",
+    )
+    check.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue the search kept in DIR (begun with --state-dir) from its last completed level, with the configuration "
+        "and worker count it began with; --max-seconds and --max-states count the whole search",
+    )
     check.add_argument("--out", default="out", help="directory for counterexamples: JSON Lines and SVG diagrams (default ./out)")
     check.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_engine_options(check, "the search")

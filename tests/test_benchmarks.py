@@ -69,9 +69,17 @@ def test_the_spark_benchmark_compares_the_engines_on_pinned_cores(tmp_path):
 
 
 def test_the_in_flight_growth_benchmark_names_the_bound_from_which_counts_stop_growing():
-    command = [sys.executable, str(ROOT / "benchmarks" / "in_flight_growth.py"), "--config", "smoke", "--bounds", "3", "4", "6", "--workers", "1"]
+    command = [sys.executable, str(ROOT / "benchmarks" / "in_flight_growth.py"), "--config", "smoke", "--bounds", "3", "4", "6", "--runs", "1", "2:disk"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    rows = [line.split() for line in result.stdout.splitlines()[2:5]]
-    assert [(row[0], row[1], row[2]) for row in rows] == [("3", "yes", "873"), ("4", "yes", "1,083"), ("6", "yes", "1,083")]
+    rows = [line.split() for line in result.stdout.splitlines()[2:8]]
+    assert [tuple(row[:5]) for row in rows] == [
+        ("3", "1", "memory", "yes", "873"),
+        ("3", "2", "disk", "yes", "873"),
+        ("4", "1", "memory", "yes", "1,083"),
+        ("4", "2", "disk", "yes", "1,083"),
+        ("6", "1", "memory", "yes", "1,083"),
+        ("6", "2", "disk", "yes", "1,083"),
+    ]
+    assert all(row[-1] == "-" for row in rows[::2]) and all(row[-1].replace(",", "").isdigit() for row in rows[1::2])  # disk MiB
     assert result.stdout.splitlines()[-1] == "counts equal at N and N + 2 (the bound no longer binds) from: 4"

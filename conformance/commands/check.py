@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from conformance.corpus.counterexamples import save_replica_traces
-from conformance.explore.check import VACUOUS, check, counterexample_steps, counterexample_table, save_counterexample, save_counterexample_diagram, summary, summary_table
+from conformance.explore.check import VACUOUS, begin_saved_search, check, saved_search, counterexample_steps, counterexample_table, save_counterexample, save_counterexample_diagram, summary, summary_table
 from conformance.explore.configs import CheckConfig, IsrCheckConfig, check_bound, resolve
 from conformance.explore.engine import Progress
 from conformance.explore.isr_system import IsrSystem, steps_table
@@ -46,10 +46,34 @@ def configuration(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheck
     return name, resolve(None if name == "custom" else name, overrides)
 
 
+def resumed(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheckConfig, int]:
+    """--resume: the kept search's name, configuration and workers; options that would change
+    them are refused rather than ignored."""
+    given = [f"--{option.replace('_', '-')}" for option in CONFIGURATION_OPTIONS if getattr(args, option) is not None]
+    given += ["--keep-going"] * args.keep_going + ["--state-dir"] * (args.state_dir is not None) + ["--engine spark"] * (args.engine == "spark")
+    if given:
+        raise ConfigError(f"--resume continues a search as it began: {', '.join(given)} cannot be given with it")
+    saved, config = saved_search(Path(args.resume))
+    args.keep_going = saved.keep_going
+    return saved.name, config, saved.workers
+
+
+# The options that fix what a search explores (with --resume, the kept search's own are used).
+CONFIGURATION_OPTIONS = (
+    "config", "voters", "observers", "profile", "client_values", "max_epoch", "max_in_flight", "max_elections", "fetch_max_records",
+    "crashes", "loss", "duplication", "resign", "retries", "symmetry", "replicas", "min_isr", "truncation", "unflushed_loss", "workers",
+)
+
+
 def run(args: argparse.Namespace) -> int:
-    name, config = configuration(args)
-    workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, MAX_WORKERS)
+    if args.resume is not None:
+        name, config, workers = resumed(args)
+    else:
+        name, config = configuration(args)
+        workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, MAX_WORKERS)
     check_bound("--workers", workers, 1, MAX_WORKERS)
+    if args.state_dir is not None and args.engine == "spark":
+        raise ConfigError("--state-dir keeps an in-process search on disk; a Spark search keeps its levels under --spark-dir")
     if args.max_states is not None:
         check_bound("--max-states", args.max_states, 1)
     if args.max_seconds is not None and not 0 < args.max_seconds < float("inf"):
@@ -69,7 +93,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"  level {p.depth}: {p.distinct:,} states, frontier {p.queue:,}, {p.generated:,} generated, {p.seconds:.1f}s", file=sys.stderr, flush=True)
 
     shown = level_done if spark else (progress if live else None)
-    system, result, workers = check(config, keep_going=args.keep_going, max_states=args.max_states, max_seconds=args.max_seconds, workers=workers, progress=shown, spark=spark)
+    if args.state_dir is not None:
+        begin_saved_search(Path(args.state_dir), name, config, workers, args.keep_going)
+    kept = args.state_dir or args.resume
+    system, result, workers = check(
+        config,
+        keep_going=args.keep_going,
+        max_states=args.max_states,
+        max_seconds=args.max_seconds,
+        workers=workers,
+        progress=shown,
+        spark=spark,
+        state_dir=Path(kept) if kept else None,
+        resume=args.resume is not None,
+    )
     if live and not spark:
         print(file=sys.stderr)
     isr = isinstance(system, IsrSystem)
@@ -107,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if result.interrupted:
         print("kraftcheck: interrupted; the summary covers the states explored so far", file=sys.stderr)
+        if kept:
+            print(f"kraftcheck: to continue from the last completed level: kraftcheck check --resume {kept}", file=sys.stderr)
         return 130
     if data["vacuous"]:
         print(f"kraftcheck: vacuous check: {VACUOUS} within these bounds, so no property was tested; widen the bounds", file=sys.stderr)

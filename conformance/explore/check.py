@@ -16,6 +16,7 @@ from conformance.explore.engine import Counterexample, Progress, Result, SearchI
 from conformance.explore.isr_system import IsrSystem, action_text
 from conformance.explore.kraft_system import KraftSystem
 from conformance.explore.sharded import explore_sharded
+from conformance.explore.workspace import ResumeError
 from conformance.explore.spark_engine import explore_spark
 from conformance.spark.session import SparkOptions, spark_session
 from model.cluster import Cluster
@@ -146,6 +147,46 @@ def save_counterexample_diagram(directory: Path, name: str, violation: Violation
     return target
 
 
+class SavedSearch(msgspec.Struct, forbid_unknown_fields=True):
+    """What a search kept on disk (check --state-dir) was begun with: check --resume runs it again."""
+
+    name: str
+    kind: str  # "kraft" or "isr": which configuration type `config` is
+    config: dict
+    workers: int
+    keep_going: bool
+    format: str = "kraftcheck-search"
+
+
+SEARCH_FILE = "check.json"
+
+
+def begin_saved_search(directory: Path, name: str, config: CheckConfig | IsrCheckConfig, workers: int, keep_going: bool) -> None:
+    """Claim a new or empty directory for a search kept on disk, and say what the search is."""
+    directory = Path(directory)
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise ResumeError(f"--state-dir {directory}: not a new or empty directory (to continue the search kept there: --resume {directory})")
+    kind = "isr" if isinstance(config, IsrCheckConfig) else "kraft"
+    saved = SavedSearch(name, kind, msgspec.to_builtins(config), workers, keep_going)
+    try:
+        write_bytes_atomically(directory / SEARCH_FILE, msgspec.json.encode(saved))
+    except OSError as error:
+        raise ResumeError(f"--state-dir {directory}: cannot write there: {error.strerror or error}") from None
+
+
+def saved_search(directory: Path) -> tuple[SavedSearch, CheckConfig | IsrCheckConfig]:
+    """The search a directory keeps, and its configuration, for --resume."""
+    path = Path(directory) / SEARCH_FILE
+    try:
+        saved = msgspec.json.decode(path.read_bytes(), type=SavedSearch)
+        config = msgspec.convert(saved.config, IsrCheckConfig if saved.kind == "isr" else CheckConfig)
+    except FileNotFoundError:
+        raise ResumeError(f"--resume {directory}: no search kept there (no {SEARCH_FILE}; a search is kept with --state-dir)") from None
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
+        raise ResumeError(f"--resume {path}: unreadable: {error}") from None
+    return saved, config
+
+
 def check(
     config: CheckConfig | IsrCheckConfig,
     *,
@@ -155,6 +196,8 @@ def check(
     progress: Callable[[Progress], None] | None,
     spark: SparkOptions | None = None,
     max_seconds: float | None = None,
+    state_dir: Path | None = None,
+    resume: bool = False,
 ) -> tuple[KraftSystem | IsrSystem, Result, int]:
     """Explore a configuration: its system, the result and the worker count actually used (on
     Spark: the cluster's cores).
@@ -162,7 +205,7 @@ def check(
     ISR configurations run on the in-process engine (their state spaces are small) unless Spark
     is asked for, and may ask to keep going, so that every property gets its shortest
     counterexample. An interrupt (Ctrl-C, SIGTERM) ends the search with an interrupted result,
-    the states explored so far.
+    the states explored so far. `state_dir` and `resume`: see conformance.explore.engine.explore.
     """
     system = system_for(config)
     if isinstance(system, IsrSystem):
@@ -175,9 +218,9 @@ def check(
                 make = functools.partial(system_for, config)
                 result = explore_spark(run.session, make, run.work, partitions=run.partitions, progress=progress, local=system, **limits)
         elif workers > 1:
-            result = explore_sharded(functools.partial(system_for, config), workers, progress=progress, local=system, **limits)
+            result = explore_sharded(functools.partial(system_for, config), workers, progress=progress, local=system, state_dir=state_dir, resume=resume, **limits)
         else:
-            result = explore(system, progress=progress, **limits)
+            result = explore(system, progress=progress, state_dir=state_dir, resume=resume, **limits)
     except SearchInterrupted as interrupt:
         result = interrupt.result
     result.counterexamples = [as_replayed(system, c) for c in result.counterexamples]

@@ -7,15 +7,21 @@ and stops, and for each violated property it keeps the violating state with the 
 fingerprint at that depth, so every engine and every worker count reports the same numbers and
 the same shortest counterexamples. A state found several times in one level keeps the parent
 with the smallest fingerprint, so counterexample paths do not depend on scan order either.
+What a search has seen is kept as TLC keeps it: fingerprints in a table, parent links in files,
+full states only for the level being expanded and the one being built (conformance.explore.
+visited and .workspace), in memory or, with a state directory, on disk and resumable.
 An interrupt (Ctrl-C, or SIGTERM turned into one) ends a search with SearchInterrupted, still a
 KeyboardInterrupt for callers that do not look, carrying the counts so far.
 """
 
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import NamedTuple, Protocol
 
 import msgspec
+
+from conformance.explore.workspace import BATCH, Checkpoint, Workspace, read_checkpoint
 
 
 class Violation(NamedTuple):
@@ -96,36 +102,6 @@ def limit_reached(distinct: int, max_states: int | None, started: float, max_sec
     return None
 
 
-class ParentLinks:
-    """Each state's parent: settled for earlier levels; in the level being built the smallest wins."""
-
-    def __init__(self) -> None:
-        self.settled: dict[int, int] = {}
-        self.level: dict[int, int] = {}
-
-    def adopt(self, fp: int, parent_fp: int) -> bool:
-        """Note a state found in the level being built; True the first time it is seen at all."""
-        if fp in self.settled:
-            return False
-        held = self.level.get(fp)
-        if held is None:
-            self.level[fp] = parent_fp
-            return True
-        if parent_fp < held:
-            self.level[fp] = parent_fp
-        return False
-
-    def settle(self) -> None:
-        self.settled.update(self.level)
-        self.level = {}
-
-    def get(self, fp: int) -> int | None:
-        return self.settled.get(fp, self.level.get(fp))
-
-    def __len__(self) -> int:
-        return len(self.settled) + len(self.level)
-
-
 class Findings:
     """Per property, the violating (depth, fingerprint) that wins: the shallowest, then the smallest."""
 
@@ -137,6 +113,10 @@ class Findings:
             held = self.best.get(v.rule)
             if held is None or (depth, fp) < held[:2]:
                 self.best[v.rule] = (depth, fp, v)
+
+    def note_all(self, found: Iterable[tuple[int, int, Violation]]) -> None:
+        for depth, fp, violation in found:
+            self.note(depth, fp, (violation,))
 
     def __bool__(self) -> bool:
         return bool(self.best)
@@ -150,54 +130,80 @@ def explore(
     max_seconds: float | None = None,
     progress: Callable[[Progress], None] | None = None,
     progress_every: float = 1.0,
+    state_dir: Path | None = None,
+    resume: bool = False,
 ) -> Result:
     """Breadth-first search; stops after the first level with a violation unless keep_going,
-    or before a level once a limit is reached."""
-    start = time.perf_counter()
-    parents = ParentLinks()
+    or before a level once a limit is reached (--max-seconds counts every run of a resumed search).
+
+    With `state_dir` the search is kept on disk there and checkpointed after every level; with
+    `resume` it carries on from the last checkpoint in `state_dir`.
+    """
+    space = Workspace(system, state_dir)
     findings = Findings()
-    frontier: list[tuple[int, object]] = []
-    for state in system.initial_states():
-        fp = system.fingerprint(state)
-        if parents.adopt(fp, fp):
-            frontier.append((fp, state))
-            findings.note(0, fp, system.violations(state))
-    parents.settle()
-    generated = len(frontier)
-    depth = 0
-    next_report = start + progress_every
-    stopped = None
+    generated = depth = 0
+    start = time.perf_counter()
     try:
-        while frontier and not (findings and not keep_going):
-            stopped = limit_reached(len(parents), max_states, start, max_seconds)
+        if resume:
+            saved = read_checkpoint(state_dir)
+            frontier = space.resume(saved.completed)
+            for d, fp, rule, detail in saved.findings:
+                findings.note(d, fp, (Violation(rule, detail),))
+            generated, depth, start = saved.generated, saved.depth, start - saved.seconds
+        else:
+            space.start()
+            builder = space.builder(0)
+            for state in system.initial_states():
+                builder.offer(system.fingerprint(state), None, state)
+            frontier = builder.finish()
+            generated = builder.generated
+            findings.note_all(builder.findings)
+            space.save(checkpoint(space.visited.level, len(space.visited), findings, generated, depth, start))
+        visited = space.visited
+        next_report = time.perf_counter() + progress_every
+        stopped = None
+        successors, fingerprint = system.successors, system.fingerprint
+        while len(frontier) and not (findings and not keep_going):
+            stopped = limit_reached(len(visited), max_states, start, max_seconds)
             if stopped:
                 break
-            level: list[tuple[int, object]] = []
+            builder = space.builder(depth + 1)
+            fps, parents, states = builder.fps, builder.parents, builder.states
             for parent_fp, state in frontier:
-                for _action, successor in system.successors(state):
-                    generated += 1
-                    fp = system.fingerprint(successor)
-                    if parents.adopt(fp, parent_fp):
-                        level.append((fp, successor))
-                        found = system.violations(successor)
-                        if found:
-                            findings.note(depth + 1, fp, found)
+                for _action, successor in successors(state):  # Builder.offer, inlined: the hot loop
+                    fps.append(fingerprint(successor))
+                    parents.append(parent_fp)
+                    states.append(successor)
+                if len(fps) >= BATCH:
+                    builder.flush()
                 if progress and time.perf_counter() >= next_report:
-                    progress(Progress(len(parents), generated, depth + 1, len(level), time.perf_counter() - start))
+                    progress(Progress(len(visited), generated + builder.generated + len(fps), depth + 1, len(builder.level), time.perf_counter() - start))
                     next_report = time.perf_counter() + progress_every
-            parents.settle()
-            if level:
+            level = builder.finish()
+            generated += builder.generated
+            findings.note_all(builder.findings)
+            if len(level):
                 depth += 1
+            space.save(checkpoint(space.visited.level, len(space.visited), findings, generated, depth, start))
+            frontier.discard()  # after the checkpoint that no longer needs it
             frontier = level
+        seconds = time.perf_counter() - start
+        order = {rule: i for i, rule in enumerate(system.property_ids())}
+        counterexamples = [
+            Counterexample(v, shortest_path(system, visited.parent, fp))
+            for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
+        ]
+        return Result(len(visited), generated, depth, seconds, not len(frontier), counterexamples, stopped=stopped)
     except KeyboardInterrupt:
-        raise SearchInterrupted(len(parents), generated, depth, time.perf_counter() - start) from None
-    seconds = time.perf_counter() - start
-    order = {rule: i for i, rule in enumerate(system.property_ids())}
-    counterexamples = [
-        Counterexample(v, shortest_path(system, parents.get, fp))
-        for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
-    ]
-    return Result(len(parents), generated, depth, seconds, not frontier, counterexamples, stopped=stopped)
+        raise SearchInterrupted(len(space.visited or ()), generated, depth, time.perf_counter() - start) from None
+    finally:
+        space.close()
+
+
+def checkpoint(completed: int, distinct: int, findings: Findings, generated: int, depth: int, start: float, workers: int = 1) -> Checkpoint:
+    """The search as it stands after `completed` levels."""
+    noted = [(d, fp, v.rule, v.detail) for d, fp, v in findings.best.values()]
+    return Checkpoint(completed, distinct, generated, depth, time.perf_counter() - start, noted, workers)
 
 
 def shortest_path(system: System, parent_of: Callable[[int], int], target: int) -> list[tuple[object, object]]:

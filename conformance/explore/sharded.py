@@ -7,7 +7,9 @@ its own frontier; successors it does not own travel to their owner as the finger
 their parts (node states, history, messages), with the parts themselves sent only the first
 time that worker needs them. The coordinator routes those batches, merges the findings with
 the same rule as conformance.explore.engine, and rebuilds counterexamples from the owners' parent
-links, so the counts and counterexamples equal the single-process engine's.
+links, so the counts and counterexamples equal the single-process engine's. Each worker keeps
+its shard in a workspace of its own (conformance.explore.workspace); with a state directory,
+state_dir/worker-N, and the coordinator writes the checkpoint once every worker has ended the level.
 
 No worker outlives its coordinator: each asks to be killed when the coordinator dies (SIGKILL
 included) and holds no end of the pipes but its own, so a coordinator that ends, or is
@@ -18,14 +20,18 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 
 import msgspec
 
 from adapters.process_lifetime import die_with_parent
-from conformance.explore.engine import Counterexample, Findings, ParentLinks, Progress, Result, SearchInterrupted, Violation, limit_reached, shortest_path
+from conformance.explore.engine import Counterexample, Findings, Progress, Result, SearchInterrupted, Violation, checkpoint, limit_reached, shortest_path
+from conformance.explore.frontier import Level
+from conformance.explore.workspace import BATCH, Builder, ResumeError, Workspace, read_checkpoint, write_checkpoint
 from conformance.explore.kraft_system import KraftSystem
 from model.cluster import History
 from model.network import Envelope
@@ -48,33 +54,43 @@ class WorkerFailed(RuntimeError):
 
 
 class Worker:
-    """One shard: its states' parent links, its frontier, and what it has sent to each peer."""
+    """One shard: its workspace (fingerprints, parent links, levels), its frontier, and the parts
+    it has sent to each peer."""
 
-    def __init__(self, index: int, count: int, system: KraftSystem) -> None:
+    def __init__(self, index: int, count: int, system: KraftSystem, directory: Path, on_disk: bool) -> None:
         self.index, self.count, self.system = index, count, system
-        self.parents = ParentLinks()
-        self.frontier: list[tuple[int, tuple]] = []
+        self.space = Workspace(system, directory, on_disk=on_disk)
+        self.frontier: Level | None = None
+        self.previous: Level | None = None  # the last frontier, kept until the checkpoint after it
+        self.builder: Builder | None = None
         self.sent_parts = [(set(), set(), set()) for _ in range(count)]
-        self.sent_states = [set() for _ in range(count)]
         self.encoder = msgspec.msgpack.Encoder()
         self.decoder = msgspec.msgpack.Decoder(Batch)
 
-    def start(self) -> tuple[int, list]:
-        findings = []
+    def start(self, completed: int | None) -> tuple[int, list]:
+        """The owned initial states, or (resuming) the frontier after `completed` levels."""
+        if completed is not None:
+            self.frontier = self.space.resume(completed)
+            return len(self.frontier), []
+        self.space.start()
+        builder = self.space.builder(0)
         for state in self.system.initial_states():
             fp, shard = self.system.fingerprint_and_shard(state)
-            if shard % self.count == self.index and self.parents.adopt(fp, fp):
-                self.frontier.append((fp, state))
-                findings.extend((0, fp, v) for v in self.system.violations(state))
-        self.parents.settle()
-        return len(self.frontier), findings
+            if shard % self.count == self.index:
+                builder.offer(fp, None, state)
+        self.frontier = builder.finish()
+        self.space.save()
+        return len(self.frontier), builder.findings
 
-    def expand(self, depth: int) -> tuple[int, list, list[bytes | None]]:
-        """Expand the frontier: keep owned successors, batch the others per owner."""
+    def expand(self, depth: int) -> tuple[int, list[bytes | None]]:
+        """Expand the frontier: offer owned successors to the level, batch the others per owner."""
+        if self.previous is not None:
+            self.previous.discard()  # the coordinator's checkpoint has moved past it
+            self.previous = None
         system, index, count = self.system, self.index, self.count
+        builder = self.builder = self.space.builder(depth)
+        fps, parents, states = builder.fps, builder.parents, builder.states
         generated = 0
-        level: list[tuple[int, tuple]] = []
-        findings: list = []
         outgoing: list[dict[int, tuple[int, tuple]]] = [{} for _ in range(count)]
         for parent_fp, state in self.frontier:
             for _action, successor in system.successors(state):
@@ -82,19 +98,18 @@ class Worker:
                 fp, shard = system.fingerprint_and_shard(successor)
                 owner = shard % count
                 if owner == index:
-                    if self.parents.adopt(fp, parent_fp):
-                        level.append((fp, successor))
-                        findings.extend((depth, fp, v) for v in system.violations(successor))
-                elif fp not in self.sent_states[owner]:
+                    fps.append(fp)
+                    parents.append(parent_fp)
+                    states.append(successor)
+                else:
                     held = outgoing[owner].get(fp)
                     if held is None or parent_fp < held[0]:
                         outgoing[owner][fp] = (parent_fp, successor)
-        self.frontier = level
-        batches = []
-        for owner, states in enumerate(outgoing):
-            self.sent_states[owner].update(states)
-            batches.append(self.batch(owner, [(fp, p, s) for fp, (p, s) in states.items()]) if states else None)
-        return generated, findings, batches
+            if len(fps) >= BATCH:
+                builder.flush()
+        builder.flush()
+        batches = [self.batch(owner, [(fp, p, s) for fp, (p, s) in states.items()]) if states else None for owner, states in enumerate(outgoing)]
+        return generated, batches
 
     def batch(self, owner: int, states: list) -> bytes:
         system = self.system
@@ -119,10 +134,11 @@ class Worker:
             packed.append((fp, parent_fp, system.pack(state)))
         return self.encoder.encode(Batch(nodes, histories, messages, packed))
 
-    def ingest(self, depth: int, batches: list[bytes]) -> tuple[int, list]:
-        """Take in states found by other workers; the new ones join the next frontier."""
-        system = self.system
-        findings: list = []
+    def ingest(self, batches: list[bytes]) -> tuple[int, list]:
+        """Take in the states other workers found; the level ends: its new states are the next
+        frontier (its size, and the violations found in it)."""
+        system, builder = self.system, self.builder
+        builder.thaw = system.unpack  # received states come packed, unpacked only when new
         for raw in batches:
             batch = self.decoder.decode(raw)
             for _fp, node in batch.nodes:
@@ -132,15 +148,14 @@ class Worker:
             for _fp, envelope in batch.messages:
                 system.messages.id(envelope)
             for fp, parent_fp, packed in batch.states:
-                if self.parents.adopt(fp, parent_fp):
-                    state = system.unpack(packed)
-                    self.frontier.append((fp, state))
-                    findings.extend((depth, fp, v) for v in system.violations(state))
-        self.parents.settle()
-        return len(self.frontier), findings
+                builder.offer(fp, parent_fp, packed)
+        self.previous, self.frontier = self.frontier, builder.finish()
+        self.space.save()
+        self.builder = None
+        return len(self.frontier), builder.findings
 
 
-def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], connection, coordinator: int, foreign: list) -> None:
+def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], place: tuple[Path, bool], connection, coordinator: int, foreign: list) -> None:
     """A worker's loop: answer the coordinator's commands until its pipe closes.
 
     `foreign` are the coordinator's pipe ends the fork copied: closed, so that only the
@@ -153,35 +168,40 @@ def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], 
     for end in foreign:
         end.close()
     try:
-        worker = Worker(index, count, make_system())
+        worker = Worker(index, count, make_system(), *place)
         while True:
             try:
                 command, argument = connection.recv()
             except EOFError:
                 return  # the coordinator is done, or gone
             if command == "start":
-                connection.send(worker.start())
+                connection.send(worker.start(argument))
             elif command == "expand":
                 connection.send(worker.expand(argument))
             elif command == "ingest":
-                connection.send(worker.ingest(*argument))
+                connection.send(worker.ingest(argument))
             elif command == "parent":
-                connection.send(worker.parents.get(argument))
+                connection.send(worker.space.visited.parent(argument))
     except BaseException:
         with contextlib.suppress(OSError):  # the coordinator may have closed the pipe already
             connection.send(("error", traceback.format_exc()))
 
 
 class Coordinator:
-    def __init__(self, make_system: Callable[[], KraftSystem], workers: int) -> None:
+    def __init__(self, make_system: Callable[[], KraftSystem], workers: int, state_dir: Path | None) -> None:
+        """Workers keep their shards in state_dir/worker-N (on disk), or in memory with their parent
+        links in a temporary directory that stop() removes."""
         context = multiprocessing.get_context("fork")
         self.count = workers
         self.connections = []
         self.processes = []
+        self.temporary = None if state_dir is not None else tempfile.TemporaryDirectory(prefix="kraftcheck-search-")
+        root = Path(state_dir if state_dir is not None else self.temporary.name)
         for index in range(workers):
             mine, theirs = context.Pipe()
             foreign = [*self.connections, mine]
-            process = context.Process(target=worker_main, args=(index, workers, make_system, theirs, os.getpid(), foreign), daemon=True)
+            place = (root / f"worker-{index}", state_dir is not None)
+            process = context.Process(target=worker_main, args=(index, workers, make_system, place, theirs, os.getpid(), foreign), daemon=True)
             process.start()
             theirs.close()  # the worker's alone: when it dies, receive() gets end of file
             self.connections.append(mine)
@@ -217,6 +237,8 @@ class Coordinator:
             if process.is_alive():
                 process.kill()
                 process.join()
+        if self.temporary is not None:
+            self.temporary.cleanup()
 
 
 def explore_sharded(
@@ -228,45 +250,60 @@ def explore_sharded(
     max_seconds: float | None = None,
     progress: Callable[[Progress], None] | None = None,
     local: KraftSystem | None = None,
+    state_dir: Path | None = None,
+    resume: bool = False,
 ) -> Result:
     """conformance.explore.engine.explore's search, spread over `workers` processes.
 
     Counterexample paths are rebuilt in `local` (a fresh system if None): pass the system the
-    caller will decode them with.
+    caller will decode them with. With `state_dir`, each worker keeps its shard on disk there and
+    the coordinator checkpoints every level; `resume` carries on from the last checkpoint, with
+    as many workers as the search began with (the shards are theirs).
     """
     start = time.perf_counter()
-    coordinator = Coordinator(make_system, workers)
+    findings = Findings()
     distinct = generated = depth = 0
     stopped = None
+    completed = None
+    if resume:
+        saved = read_checkpoint(state_dir)
+        if saved.workers != workers:
+            raise ResumeError(f"{state_dir}: the search was sharded over {saved.workers} worker(s); resume it with --workers {saved.workers}")
+        completed, distinct, generated, depth, start = saved.completed, saved.distinct, saved.generated, saved.depth, start - saved.seconds
+        for d, fp, rule, detail in saved.findings:
+            findings.note(d, fp, (Violation(rule, detail),))
+    coordinator = Coordinator(make_system, workers, state_dir)
     try:
-        findings = Findings()
-        started = coordinator.broadcast("start", [None] * workers)
-        distinct = sum(size for size, _ in started)
+        started = coordinator.broadcast("start", [completed] * workers)
+        frontier = sum(size for size, _ in started)
         for _size, found in started:
-            for depth, fp, v in found:
-                findings.note(depth, fp, (Violation(*v),))
-        generated, depth, frontier = distinct, 0, distinct
+            findings.note_all(found)
+        if not resume:
+            distinct = generated = frontier
+            completed = 1
+            if state_dir is not None:
+                write_checkpoint(state_dir, checkpoint(completed, distinct, findings, generated, depth, start, workers))
         while frontier and not (findings and not keep_going):
             stopped = limit_reached(distinct, max_states, start, max_seconds)
             if stopped:
                 break
             expanded = coordinator.broadcast("expand", [depth + 1] * workers)
             inbound: list[list[bytes]] = [[] for _ in range(workers)]
-            for produced, found, batches in expanded:
+            for produced, batches in expanded:
                 generated += produced
                 for owner, batch in enumerate(batches):
                     if batch is not None:
                         inbound[owner].append(batch)
-                for d, fp, v in found:
-                    findings.note(d, fp, (Violation(*v),))
-            ingested = coordinator.broadcast("ingest", [(depth + 1, batches) for batches in inbound])
+            ingested = coordinator.broadcast("ingest", inbound)
             frontier = sum(size for size, _ in ingested)
             for _size, found in ingested:
-                for d, fp, v in found:
-                    findings.note(d, fp, (Violation(*v),))
+                findings.note_all(found)
             distinct += frontier
+            completed += 1
             if frontier:
                 depth += 1
+            if state_dir is not None:
+                write_checkpoint(state_dir, checkpoint(completed, distinct, findings, generated, depth, start, workers))
             if progress:
                 progress(Progress(distinct, generated, depth, frontier, time.perf_counter() - start))
         seconds = time.perf_counter() - start

@@ -1,0 +1,136 @@
+"""A level's states in the order they were found: a list in memory, or a file of packed chunks.
+
+On disk a level is a run of frames (an 8-byte length, then msgpack): each frame holds a chunk of
+states as the system packs them (System.pack), with the shared parts those states refer to
+appended once each to a parts log beside it, so that another process (a resumed search) can
+learn the parts and read the level back. A level file is complete once closed (flushed and synced).
+"""
+
+import os
+import struct
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+if TYPE_CHECKING:  # the engine imports this module
+    from conformance.explore.engine import System
+
+CHUNK = 4096  # states a frame
+_LENGTH = struct.Struct("<Q")
+
+
+def write_frame(out, value: object) -> None:
+    payload = msgspec.msgpack.encode(value)
+    out.write(_LENGTH.pack(len(payload)) + payload)
+
+
+def read_frames(path: Path) -> Iterator[tuple[int, bytes]]:
+    """A file's frames, each with the offset where it ends; a torn last frame (the writer was
+    killed) ends the file."""
+    with open(path, "rb") as source:
+        end = 0
+        while header := source.read(_LENGTH.size):
+            if len(header) < _LENGTH.size:
+                return
+            (length,) = _LENGTH.unpack(header)
+            payload = source.read(length)
+            if len(payload) < length:
+                return
+            end += _LENGTH.size + length
+            yield end, payload
+
+
+class PartsLog:
+    """The shared parts of every state written to disk, each once: what unpacking needs."""
+
+    def __init__(self, path: Path, system: "System") -> None:
+        """A new log, or an existing one learned by `system` (a torn last frame cut off)."""
+        self.path, self.system = path, system
+        self.written: set[tuple[int, int]] = set()
+        end = 0
+        if path.exists():
+            for end, payload in read_frames(path):
+                for fp, kind, encoded in msgspec.msgpack.decode(payload):
+                    system.learn(fp, kind, encoded)
+                    self.written.add((kind, fp))
+        self.out = open(path, "ab")
+        self.out.truncate(end)
+
+    def note(self, states: list) -> None:
+        fresh = [(fp, kind, encoded) for fp, kind, encoded in self.system.parts(states) if (kind, fp) not in self.written]
+        if fresh:
+            self.written.update((kind, fp) for fp, kind, _ in fresh)
+            write_frame(self.out, fresh)
+
+    def sync(self) -> None:
+        self.out.flush()
+        os.fsync(self.out.fileno())
+
+    def close(self) -> None:
+        self.out.close()
+
+
+class Level:
+    """One level's (fingerprint, state) pairs, kept in memory, or on disk when `path` is given."""
+
+    def __init__(self, system: "System", path: Path | None = None, parts: PartsLog | None = None) -> None:
+        self.system, self.path, self.parts = system, path, parts
+        self.fps = array("q")  # 8 bytes a state, not an int object's 32
+        self.states: list = []
+        self.count = 0
+        self.out = open(path, "wb") if path is not None else None
+
+    def add(self, fp: int, state: object) -> None:
+        self.fps.append(fp)
+        self.states.append(state)
+        self.count += 1
+        if self.out is not None and len(self.states) >= CHUNK:
+            self._spill()
+
+    def _spill(self) -> None:
+        self.parts.note(self.states)
+        pack = self.system.pack
+        write_frame(self.out, (self.fps.tobytes(), [pack(s) for s in self.states]))
+        self.fps, self.states = array("q"), []
+
+    def close(self) -> "Level":
+        """The level complete: on disk, every state written and synced."""
+        if self.out is not None:
+            if self.states:
+                self._spill()
+            self.parts.sync()
+            self.out.flush()
+            os.fsync(self.out.fileno())
+            self.out.close()
+            self.out = None
+        return self
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[tuple[int, object]]:
+        if self.path is None:
+            yield from zip(self.fps, self.states)
+            return
+        unpack = self.system.unpack
+        for _end, payload in read_frames(self.path):
+            fps, packed = msgspec.msgpack.decode(payload)
+            for fp, state in zip(array("q", fps), packed):
+                yield fp, unpack(state)
+
+    def discard(self) -> None:
+        """Free the level: its memory, or its file."""
+        self.fps, self.states = array("q"), []
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+
+    @classmethod
+    def reopen(cls, system: "System", path: Path) -> "Level":
+        """A level closed before, by this process or another (whose parts log it has learned)."""
+        level = cls(system)
+        level.path = path
+        level.count = sum(len(msgspec.msgpack.decode(payload)[1]) for _end, payload in read_frames(path))
+        return level

@@ -1,0 +1,204 @@
+"""The states a search has seen, kept as TLC keeps them: fingerprints, not states.
+
+A fingerprint table (open addressing in two numpy arrays: the 64-bit fingerprint and the level it
+was first seen at, 10 bytes a slot, at most 70 % full: 14 to 29 bytes a state) answers "seen
+before?" for a whole batch of candidates at once. Each level's parent links (fingerprint, the
+smallest parent's fingerprint) go to a file when the level ends, 16 bytes a state on disk, read
+back only to rebuild a counterexample. With `on_disk` the table itself is a file mapped into
+memory, so the search is bounded by disk rather than RAM, and a killed search can be taken back
+to any completed level: every slot carries the level that filled it.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+EMPTY = 0  # a free slot; the fingerprint 0 is stored as ZERO instead (a 2**-64 chance to merge the two)
+ZERO = -0x61C8864680B583EB
+MAX_LOAD = 0.7
+FIRST_CAPACITY = 1 << 16
+MAX_LEVELS = np.iinfo(np.uint16).max  # levels are stored as uint16
+WINDOW = 1 << 18  # slots of an old table re-inserted at a time when the table is rebuilt
+REDUCE_AT = 1 << 20  # parent candidates buffered in a level before keeping only each state's smallest
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads any fingerprint's bits over the slots
+
+
+class TooDeep(RuntimeError):
+    """A search deeper than the table can label."""
+
+
+class Visited:
+    """Fingerprints seen, by level; parent links per completed level in `directory`."""
+
+    def __init__(self, directory: Path, *, on_disk: bool = False, capacity: int = FIRST_CAPACITY) -> None:
+        self.directory = Path(directory)
+        self.on_disk = on_disk
+        self.level = 0  # the level being built
+        self.count = 0
+        self.fps, self.levels = self._new_table(capacity)
+        self._publish()
+        self._pairs: list[tuple[np.ndarray, np.ndarray]] = []  # the level's (fingerprint, parent) candidates
+        self._buffered, self._reduce_at = 0, REDUCE_AT
+
+    # -- the table -----------------------------------------------------------------------------
+    def _table_paths(self, capacity: int) -> tuple[Path, Path]:
+        return self.directory / f"seen-{capacity}.fps.npy", self.directory / f"seen-{capacity}.levels.npy"
+
+    def _new_table(self, capacity: int) -> tuple[np.ndarray, np.ndarray]:
+        if not self.on_disk:
+            return np.zeros(capacity, dtype=np.int64), np.zeros(capacity, dtype=np.uint16)
+        fps_path, levels_path = self._table_paths(capacity)
+        partial = (fps_path.with_suffix(".partial"), levels_path.with_suffix(".partial"))
+        fps = np.lib.format.open_memmap(partial[0], mode="w+", dtype=np.int64, shape=(capacity,))
+        levels = np.lib.format.open_memmap(partial[1], mode="w+", dtype=np.uint16, shape=(capacity,))
+        return fps, levels
+
+    def _publish(self) -> None:
+        """A table written in full takes its final names; then the smaller ones go (see open())."""
+        if not self.on_disk:
+            return
+        self.fps.flush()
+        self.levels.flush()
+        for array, final in zip((self.fps, self.levels), self._table_paths(len(self.fps))):
+            os.replace(array.filename, final)
+        for old in self.directory.glob("seen-*.npy"):
+            if int(old.name.split("-")[1].split(".")[0]) < len(self.fps):
+                old.unlink()
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        shift = np.uint64(64 - (len(self.fps).bit_length() - 1))
+        return ((keys.view(np.uint64) * _MULTIPLIER) >> shift).astype(np.int64)
+
+    def _insert(self, keys: np.ndarray, levels: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
+        """Put keys in the table by linear probing, a round per probe step for the whole batch.
+
+        Returns (new, slot): which keys were absent (only a key's first occurrence in the batch
+        counts as new) and the slot each key ends in.
+        """
+        table, mask = self.fps, len(self.fps) - 1
+        levels = np.broadcast_to(levels, keys.shape)
+        new = np.zeros(len(keys), dtype=bool)
+        final = np.empty(len(keys), dtype=np.int64)
+        pending = np.arange(len(keys))
+        slot = self._slots(keys)
+        while len(pending):
+            at = slot[pending]
+            held = table[at]
+            mine = pending[held == keys[pending]]
+            final[mine] = slot[mine]
+            free = held == EMPTY
+            claimants = pending[free]
+            taken, first = np.unique(at[free], return_index=True)  # the earliest claimant of a free slot wins it
+            winners = claimants[first]
+            table[taken] = keys[winners]
+            self.levels[taken] = levels[winners]
+            new[winners] = True
+            final[winners] = taken
+            losers = np.setdiff1d(claimants, winners, assume_unique=True)  # look again at the same slot
+            others = pending[(held != EMPTY) & (held != keys[pending])]
+            slot[others] = (slot[others] + 1) & mask
+            pending = np.sort(np.concatenate((losers, others)))
+        self.count += int(new.sum())
+        return new, final
+
+    def _grow(self, adding: int) -> None:
+        if self.count + adding <= MAX_LOAD * len(self.fps):
+            return
+        capacity = len(self.fps)
+        while self.count + adding > MAX_LOAD * capacity:
+            capacity *= 2
+        self._rebuild(capacity, keep_below=MAX_LEVELS)
+
+    def _rebuild(self, capacity: int, keep_below: int) -> None:
+        """A new table of `capacity` slots with the keys of levels below `keep_below`, put in a
+        window of the old table at a time (bounded memory on a table of any size)."""
+        old_fps, old_levels = self.fps, self.levels
+        self.fps, self.levels = self._new_table(capacity)
+        self.count = 0
+        for start in range(0, len(old_fps), WINDOW):
+            fps, levels = np.asarray(old_fps[start : start + WINDOW]), np.asarray(old_levels[start : start + WINDOW])
+            kept = (fps != EMPTY) & (levels < keep_below)
+            self._insert(fps[kept], levels[kept])
+        self._publish()
+
+    # -- the search's view -------------------------------------------------------------------------
+    def offer(self, fps: np.ndarray, parents: np.ndarray) -> np.ndarray:
+        """Candidates for the level being built, with the fingerprint of the state each came from
+        (an initial state: its own). Returns which are new: seen for the first time, the first of
+        equal ones in the batch. Each candidate of this level keeps its smallest parent."""
+        keys = np.where(fps == EMPTY, ZERO, fps)
+        self._grow(len(keys))
+        new, slot = self._insert(keys, self.level)
+        ours = self.levels[slot] == self.level
+        self._pairs.append((fps[ours], parents[ours]))
+        self._buffered += int(ours.sum())
+        if self._buffered > self._reduce_at:
+            self._pairs = [self._smallest_parents()]
+            self._buffered = len(self._pairs[0][0])
+            self._reduce_at = max(REDUCE_AT, 2 * self._buffered)
+        return new
+
+    def _smallest_parents(self) -> tuple[np.ndarray, np.ndarray]:
+        """The level's candidates reduced to one a state, with its smallest parent; sorted by fingerprint."""
+        if not self._pairs:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        fps = np.concatenate([f for f, _ in self._pairs])
+        parents = np.concatenate([p for _, p in self._pairs])
+        order = np.lexsort((parents, fps))
+        fps, parents = fps[order], parents[order]
+        first = np.ones(len(fps), dtype=bool)
+        first[1:] = fps[1:] != fps[:-1]
+        return fps[first], parents[first]
+
+    def settle(self) -> None:
+        """End the level: its parent links to a file, written whole before it takes its name."""
+        fps, parents = self._smallest_parents()
+        target = self.directory / f"parents-{self.level}.npy"
+        partial = target.with_suffix(".partial")
+        with open(partial, "wb") as out:
+            np.save(out, np.stack((fps, parents)))
+        os.replace(partial, target)
+        self._pairs, self._buffered, self._reduce_at = [], 0, REDUCE_AT
+        if self.level + 1 >= MAX_LEVELS:
+            raise TooDeep(f"a search deeper than {MAX_LEVELS - 1:,} levels is beyond the fingerprint table's level labels")
+        self.level += 1
+
+    def parent(self, fp: int) -> int | None:
+        """The parent link of a state of a completed level (an initial state's is itself)."""
+        for level in range(self.level - 1, -1, -1):
+            links = np.load(self.directory / f"parents-{level}.npy", mmap_mode="r")
+            at = int(np.searchsorted(links[0], fp))
+            if at < links.shape[1] and links[0, at] == fp:
+                return int(links[1, at])
+        return None
+
+    def __len__(self) -> int:
+        return self.count
+
+    # -- checkpoints (on disk only) ----------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Make what the completed levels wrote durable: the mapped table's pages on disk."""
+        self.fps.flush()
+        self.levels.flush()
+
+    @classmethod
+    def open(cls, directory: Path, completed: int) -> "Visited":
+        """A disk-backed table as it was when `completed` levels had ended: rebuilt from the keys
+        of those levels (the slots later ones filled may lie on the probe paths of earlier keys)."""
+        visited = cls.__new__(cls)
+        visited.directory, visited.on_disk = Path(directory), True
+        for partial in visited.directory.glob("*.partial"):
+            partial.unlink()
+        capacities = [int(p.name.split("-")[1].split(".")[0]) for p in visited.directory.glob("seen-*.fps.npy")]
+        capacity = max(c for c in capacities if all(p.exists() for p in visited._table_paths(c)))
+        fps_path, levels_path = visited._table_paths(capacity)
+        visited.fps = np.load(fps_path, mmap_mode="r")
+        visited.levels = np.load(levels_path, mmap_mode="r")
+        visited._rebuild(capacity, keep_below=completed)  # into new files, renamed over the old ones once written
+        visited.level = completed
+        visited._pairs, visited._buffered, visited._reduce_at = [], 0, REDUCE_AT
+        for stale in visited.directory.glob("parents-*.npy"):
+            if int(stale.stem.split("-")[1]) >= completed:
+                stale.unlink()
+        return visited

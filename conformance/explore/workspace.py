@@ -1,0 +1,150 @@
+"""Where a search keeps what it has seen, and how it carries on after being killed.
+
+In memory (the default) the fingerprint table and the levels' states are in RAM and only the parent
+links go to a temporary directory. With a directory (`check --state-dir`), everything is there: the
+table mapped from a file, each level's states in a file, the parts log, and after every level a
+checkpoint (search.json) naming the levels completed, so `check --resume` continues from the last
+completed level. A level's builder offers candidates to the table in batches and keeps the new ones.
+"""
+
+import tempfile
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from conformance.explore.frontier import Level, PartsLog
+from conformance.explore.visited import Visited
+from model.config import ConfigError
+from spec.trace import write_bytes_atomically
+
+BATCH = 1 << 15  # candidates a batch offered to the fingerprint table
+CHECKPOINT = "search.json"
+
+
+class Checkpoint(msgspec.Struct):
+    """A search after its last completed level: enough to carry on from there."""
+
+    completed: int  # levels ended; the frontier is the last of them
+    distinct: int
+    generated: int
+    depth: int
+    seconds: float  # searching time so far, over every run of it
+    findings: list[tuple[int, int, str, str]]  # (depth, fingerprint, property, detail)
+    workers: int = 1
+
+
+class ResumeError(ConfigError):
+    """A directory that holds no search to resume, or not as asked (a user's error, like a bad bound)."""
+
+
+class Workspace:
+    """A search's (or a shard's) fingerprint table, levels and checkpoints."""
+
+    def __init__(self, system, directory: Path | None = None, *, on_disk: bool | None = None) -> None:
+        """All in `directory` (on_disk defaults to whether one is given); in memory, the parent
+        links go to `directory` or, without one, to a temporary directory removed by close()."""
+        self.system = system
+        self.on_disk = directory is not None if on_disk is None else on_disk
+        self._temporary = None if directory is not None else tempfile.TemporaryDirectory(prefix="kraftcheck-search-")
+        self.directory = Path(directory) if directory is not None else Path(self._temporary.name)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.parts = PartsLog(self.directory / "parts.bin", system) if self.on_disk else None
+        self.visited: Visited | None = None
+
+    def start(self) -> None:
+        self.visited = Visited(self.directory, on_disk=self.on_disk)
+
+    def level(self, depth: int) -> Level:
+        """An empty level to build, on disk if the workspace is."""
+        return Level(self.system, self._states_path(depth) if self.on_disk else None, self.parts)
+
+    def _states_path(self, depth: int) -> Path:
+        return self.directory / f"states-{depth}.bin"
+
+    def builder(self, depth: int) -> "Builder":
+        return Builder(self.system, self.visited, self.level(depth), depth)
+
+    def save(self, checkpoint: Checkpoint | None = None) -> None:
+        """After a completed level: the table's pages on disk, then the checkpoint naming it (a
+        shard's is its coordinator's to write)."""
+        if self.on_disk:
+            self.visited.checkpoint()
+            if checkpoint is not None:
+                write_checkpoint(self.directory, checkpoint)
+
+    def resume(self, completed: int) -> Level:
+        """Back to the moment `completed` levels had ended: the table rolled back, later files gone;
+        the frontier (the last completed level) to expand."""
+        self.visited = Visited.open(self.directory, completed)
+        for path in self.directory.glob("states-*.bin"):
+            if int(path.stem.split("-")[1]) >= completed:
+                path.unlink()
+        frontier = self._states_path(completed - 1)
+        if not frontier.exists():
+            raise ResumeError(f"{self.directory}: the states of level {completed - 1} are missing")
+        return Level.reopen(self.system, frontier)
+
+    def close(self) -> None:
+        if self.parts is not None:
+            self.parts.close()
+        if self._temporary is not None:
+            self._temporary.cleanup()
+
+
+def write_checkpoint(directory: Path, checkpoint: Checkpoint) -> None:
+    write_bytes_atomically(Path(directory) / CHECKPOINT, msgspec.json.encode(checkpoint))
+
+
+def read_checkpoint(directory: Path) -> Checkpoint:
+    path = Path(directory) / CHECKPOINT
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=Checkpoint)
+    except FileNotFoundError:
+        raise ResumeError(f"{directory}: no search to resume (no {CHECKPOINT}: the search never completed its first level there)") from None
+    except (OSError, msgspec.DecodeError) as error:
+        raise ResumeError(f"{path}: unreadable checkpoint: {error}") from None
+
+
+class Builder:
+    """The level being built: candidates (fingerprint, parent fingerprint, state) collected, offered
+    to the table a batch at a time; the new ones go to the level, with their violations."""
+
+    def __init__(self, system, visited: Visited, level: Level, depth: int) -> None:
+        self.system, self.visited, self.level, self.depth = system, visited, level, depth
+        self.fps: list[int] = []
+        self.parents: list[int] = []
+        self.states: list = []
+        self.generated = 0
+        self.findings: list[tuple[int, int, object]] = []
+        self.thaw = None  # what turns a new candidate's state into the system's form, if it came packed
+
+    def offer(self, fp: int, parent_fp: int | None, state: object) -> None:
+        """A candidate (an initial state has no parent: it is its own)."""
+        self.fps.append(fp)
+        self.parents.append(fp if parent_fp is None else parent_fp)
+        self.states.append(state)
+        if len(self.fps) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Offer the collected candidates; keep the new ones."""
+        if not self.fps:
+            return
+        thaw = self.thaw
+        new = self.visited.offer(np.array(self.fps, dtype=np.int64), np.array(self.parents, dtype=np.int64))
+        violations, depth = self.system.violations, self.depth
+        for at in np.flatnonzero(new).tolist():
+            fp, state = self.fps[at], self.states[at]
+            if thaw is not None:
+                state = thaw(state)
+            self.level.add(fp, state)
+            self.findings.extend((depth, fp, v) for v in violations(state))
+        self.generated += len(self.fps)
+        del self.fps[:], self.parents[:], self.states[:]  # in place: callers hold these lists
+
+    def finish(self) -> Level:
+        """The level complete: the last candidates offered, the parent links written, the states closed."""
+        self.flush()
+        self.visited.settle()
+        return self.level.close()

@@ -1,0 +1,121 @@
+"""A search kept on disk (check --state-dir) finds what the in-memory one finds, and a search
+killed outright (SIGKILL, workers and all) resumes from its last completed level (check --resume)
+to the same counts and counterexamples."""
+
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conformance import cli
+from conformance.explore.check import counterexample_steps, system_for
+from conformance.explore.configs import resolve
+from conformance.explore.engine import explore
+from conformance.explore.sharded import explore_sharded
+from conformance.explore.workspace import read_checkpoint
+
+# 2 voters, 4 elections, no loss: exhausted at 146,552 states, depth 30 (tests/test_check_configs.py).
+MATCHED_TLC = ["--config", "tlc-kraft-if4", "--voters", "2", "--max-elections", "4", "--max-epoch", "4", "--no-loss", "--profile", "faulty-no-leader-change", "--max-in-flight", "6"]
+MATCHED_TLC_COUNTS = (146_552, 30)
+VIOLATED = resolve("faults", {"profile": "faulty-truncate-to-hw"})  # SAFE-9 after 9 steps
+
+
+def search(config, workers: int, **kept):
+    if workers == 1:
+        return explore(system_for(config), **kept)
+    return explore_sharded(functools.partial(system_for, config), workers, **kept)
+
+
+def summary(result) -> tuple:
+    paths = [(c.violation.rule, [action for action, _ in c.path]) for c in result.counterexamples]
+    return result.distinct, result.generated, result.depth, result.complete, paths
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_search_kept_on_disk_finds_what_the_one_in_memory_finds(tmp_path, workers):
+    in_memory = search(VIOLATED, workers)
+    on_disk = search(VIOLATED, workers, state_dir=tmp_path / "kept")
+    assert in_memory.counterexamples and in_memory.counterexamples[0].violation.rule == "SAFE-9"
+    assert summary(on_disk) == summary(in_memory)
+    assert read_checkpoint(tmp_path / "kept").distinct == on_disk.distinct
+
+
+def kraftcheck(*args: str) -> subprocess.Popen:
+    """The command line in its own process group, so that a kill takes its workers too."""
+    command = [sys.executable, "-m", "conformance.cli", "check", *args]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def kill_after_level(process: subprocess.Popen, state_dir, level: int, timeout: float = 120.0) -> int:
+    """SIGKILL the whole run once its checkpoint names `level` completed levels; the levels completed then."""
+    checkpoint = state_dir / "search.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if checkpoint.exists() and json.loads(checkpoint.read_bytes())["completed"] >= level:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return read_checkpoint(state_dir).completed
+        time.sleep(0.005)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    pytest.fail(f"the run ended before its checkpoint reached level {level}: {process.stderr.read().decode()[-500:]}")
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_killed_search_resumes_from_its_last_completed_level(tmp_path, capsys, workers):
+    kept = tmp_path / "kept"
+    process = kraftcheck(*MATCHED_TLC, "--workers", workers, "--state-dir", str(kept), "--json", "--out", str(tmp_path))
+    completed = kill_after_level(process, kept, level=12)
+    assert 12 <= completed < MATCHED_TLC_COUNTS[1]  # killed mid-way
+    assert cli.main(["check", "--resume", str(kept), "--json", "--out", str(tmp_path)]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["complete"] and resumed["workers"] == int(workers)
+    assert (resumed["distinct_states"], resumed["depth"]) == MATCHED_TLC_COUNTS
+    assert set(resumed["properties"].values()) == {"holds"}
+
+
+def test_a_killed_search_with_a_violation_resumes_to_the_same_counterexample(tmp_path, capsys):
+    system = system_for(VIOLATED)
+    expected = explore(system)
+    steps = json.loads(json.dumps(counterexample_steps(system, expected.counterexamples[0].path)))
+    kept = tmp_path / "kept"
+    process = kraftcheck("--config", "faults", "--profile", "faulty-truncate-to-hw", "--workers", "1", "--state-dir", str(kept), "--out", str(tmp_path))
+    kill_after_level(process, kept, level=5)
+    assert cli.main(["check", "--resume", str(kept), "--json", "--out", str(tmp_path)]) == 1
+    resumed = json.loads(capsys.readouterr().out)
+    assert (resumed["distinct_states"], resumed["generated_states"], resumed["depth"]) == (expected.distinct, expected.generated, expected.depth)
+    saved = [json.loads(line) for line in (tmp_path / "counterexample-faults-SAFE-9.jsonl").read_text().splitlines()]
+    assert saved[1:] == steps
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--config", "smoke", "--state-dir", "{kept}"], "not a new or empty directory"),
+        (["--resume", "{empty}"], "no search kept there"),
+        (["--resume", "{kept}", "--voters", "3"], "--voters cannot be given with it"),
+        (["--resume", "{kept}", "--workers", "2"], "--workers cannot be given with it"),
+        (["--config", "smoke", "--state-dir", "{fresh}", "--engine", "spark"], "--state-dir keeps an in-process search on disk"),
+        (["--config", "smoke", "--state-dir", "{file}"], "not a new or empty directory"),
+        (["--resume", "{torn}"], "unreadable"),
+    ],
+)
+def test_state_directories_that_cannot_be_used_are_refused(tmp_path, capsys, args, message):
+    kept, empty, torn = tmp_path / "kept", tmp_path / "empty", tmp_path / "torn"
+    assert cli.main(["check", "--config", "smoke", "--state-dir", str(kept), "--out", str(tmp_path)]) == 0
+    empty.mkdir()
+    torn.mkdir()
+    (torn / "check.json").write_text('{"name": "smoke", "kind": "kraft", "config": {"vot')
+    (tmp_path / "file").write_text("mine")
+    capsys.readouterr()
+    places = {"kept": kept, "empty": empty, "torn": torn, "fresh": tmp_path / "fresh", "file": tmp_path / "file"}
+    given = [a.format(**places) for a in args]
+    assert cli.main(["check", *given, "--out", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+    assert (tmp_path / "file").read_text() == "mine"
+    assert not (tmp_path / "fresh").exists()

@@ -1,0 +1,83 @@
+"""The fingerprint table against a plain Python set and dict: new-ness, smallest parents, growth,
+the fingerprint 0, and rolling a disk-backed table back to a completed level."""
+
+import random
+
+import numpy as np
+import pytest
+
+from conformance.explore.visited import Visited
+
+
+def levels_of_candidates(seed: int, levels: int, per_level: int, universe: int) -> list[list[tuple[int, int]]]:
+    """Random (fingerprint, parent) candidates with many repeats, some of them 0 or negative."""
+    rng = random.Random(seed)
+    pool = [0, -1, 2**63 - 1, -(2**63)] + [rng.randrange(-(2**63), 2**63) for _ in range(universe)]
+    return [[(rng.choice(pool), rng.randrange(-50, 50)) for _ in range(per_level)] for _ in range(levels)]
+
+
+def reference(levels: list[list[tuple[int, int]]]) -> tuple[list[list[bool]], list[dict[int, int]]]:
+    """What the table must answer: per candidate whether it is new; per level each new state's smallest parent."""
+    seen: set[int] = set()
+    news, parents = [], []
+    for candidates in levels:
+        level: dict[int, int] = {}
+        new = []
+        for fp, parent in candidates:
+            new.append(fp not in seen)
+            if fp not in seen:
+                seen.add(fp)
+                level[fp] = parent
+            elif fp in level:
+                level[fp] = min(level[fp], parent)
+        news.append(new)
+        parents.append(level)
+    return news, parents
+
+
+def offer_all(visited: Visited, candidates: list[tuple[int, int]], batch: int) -> list[bool]:
+    new: list[bool] = []
+    for start in range(0, len(candidates), batch):
+        chunk = candidates[start : start + batch]
+        fps = np.array([fp for fp, _ in chunk], dtype=np.int64)
+        parents = np.array([p for _, p in chunk], dtype=np.int64)
+        new += visited.offer(fps, parents).tolist()
+    return new
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+@pytest.mark.parametrize("batch", [1, 7, 5000])
+def test_the_table_answers_as_a_set_does(tmp_path, on_disk: bool, batch: int) -> None:
+    levels = levels_of_candidates(seed=batch, levels=5, per_level=4000, universe=6000)
+    news, parents = reference(levels)
+    visited = Visited(tmp_path, on_disk=on_disk, capacity=16)  # small: it must grow several times
+    for level, candidates in enumerate(levels):
+        assert offer_all(visited, candidates, batch) == news[level]
+        visited.settle()
+    assert len(visited) == len(set(fp for candidates in levels for fp, _ in candidates))
+    for level in parents:
+        for fp, parent in level.items():
+            assert visited.parent(fp) == parent
+    absent = next(fp for fp in range(1, 10**6) if all(fp not in level for level in parents))
+    assert visited.parent(absent) is None
+
+
+def test_a_disk_backed_table_rolls_back_to_a_completed_level(tmp_path) -> None:
+    levels = levels_of_candidates(seed=3, levels=6, per_level=3000, universe=9000)
+    news, _ = reference(levels)
+    visited = Visited(tmp_path, on_disk=True, capacity=16)
+    for candidates in levels[:3]:
+        offer_all(visited, candidates, 1000)
+        visited.settle()
+    count_after_three = len(visited)
+    offer_all(visited, levels[3], 1000)  # a level that ended, then one killed half way
+    visited.settle()
+    offer_all(visited, levels[4][:1500], 1000)
+    visited.checkpoint()
+    del visited
+    resumed = Visited.open(tmp_path, completed=3)
+    assert len(resumed) == count_after_three
+    assert not list(tmp_path.glob("parents-3.npy"))
+    for level in (3, 4, 5):
+        assert offer_all(resumed, levels[level], 700) == news[level]
+        resumed.settle()
