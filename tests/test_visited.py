@@ -50,11 +50,12 @@ def offer_all(visited: Visited, candidates: list[tuple[int, int]], batch: int) -
 def test_the_table_answers_as_a_set_does(tmp_path, on_disk: bool, batch: int) -> None:
     levels = levels_of_candidates(seed=batch, levels=5, per_level=4000, universe=6000)
     news, parents = reference(levels)
-    visited = Visited(tmp_path, on_disk=on_disk, capacity=16)  # small: it must grow several times
+    visited = Visited(tmp_path, on_disk=on_disk, capacity=4)  # small: every segment grows several times
     for level, candidates in enumerate(levels):
         assert offer_all(visited, candidates, batch) == news[level]
         visited.settle()
     assert len(visited) == len(set(fp for candidates in levels for fp, _ in candidates))
+    assert all(len(segment.fps) >= 64 for segment in visited.segments)  # grown from 4 slots
     for level in parents:
         for fp, parent in level.items():
             assert visited.parent(fp) == parent
@@ -65,7 +66,7 @@ def test_the_table_answers_as_a_set_does(tmp_path, on_disk: bool, batch: int) ->
 def test_a_disk_backed_table_rolls_back_to_a_completed_level(tmp_path) -> None:
     levels = levels_of_candidates(seed=3, levels=6, per_level=3000, universe=9000)
     news, _ = reference(levels)
-    visited = Visited(tmp_path, on_disk=True, capacity=16)
+    visited = Visited(tmp_path, on_disk=True, capacity=4)
     for candidates in levels[:3]:
         offer_all(visited, candidates, 1000)
         visited.settle()

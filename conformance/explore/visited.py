@@ -1,12 +1,13 @@
 """The states a search has seen, kept as TLC keeps them: fingerprints, not states.
 
-A fingerprint table (open addressing in two numpy arrays: the 64-bit fingerprint and the level it
+A fingerprint table (open addressing in numpy arrays: the 64-bit fingerprint and the level it
 was first seen at, 10 bytes a slot, at most 70 % full: 14 to 29 bytes a state) answers "seen
-before?" for a whole batch of candidates at once. Each level's parent links (fingerprint, the
-smallest parent's fingerprint) go to a file when the level ends, 16 bytes a state on disk, read
-back only to rebuild a counterexample. With `on_disk` the table itself is a file mapped into
-memory, so the search is bounded by disk rather than RAM, and a killed search can be taken back
-to any completed level: every slot carries the level that filled it.
+before?" for a whole batch of candidates at once. It is cut into SEGMENTS by the fingerprint's
+top bits, each growing on its own, so growing never needs the whole table twice over. Each
+level's parent links (fingerprint, the smallest parent's fingerprint) go to a file when the
+level ends, 16 bytes a state on disk, read back only to rebuild a counterexample. With `on_disk`
+the segments are files mapped into memory, so the search is bounded by disk rather than RAM, and
+a killed search can be taken back to any completed level: every slot carries the level that filled it.
 """
 
 import os
@@ -17,9 +18,11 @@ import numpy as np
 EMPTY = 0  # a free slot; the fingerprint 0 is stored as ZERO instead (a 2**-64 chance to merge the two)
 ZERO = -0x61C8864680B583EB
 MAX_LOAD = 0.7
-FIRST_CAPACITY = 1 << 16
+SEGMENT_BITS = 4
+SEGMENTS = 1 << SEGMENT_BITS
+FIRST_CAPACITY = 1 << 12  # slots of a segment at first
 MAX_LEVELS = np.iinfo(np.uint16).max  # levels are stored as uint16
-WINDOW = 1 << 18  # slots of an old table re-inserted at a time when the table is rebuilt
+WINDOW = 1 << 18  # slots of an old segment re-inserted at a time when it is rebuilt
 REDUCE_AT = 1 << 20  # parent candidates buffered in a level before keeping only each state's smallest
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads any fingerprint's bits over the slots
 
@@ -28,49 +31,53 @@ class TooDeep(RuntimeError):
     """A search deeper than the table can label."""
 
 
-class Visited:
-    """Fingerprints seen, by level; parent links per completed level in `directory`."""
+def hashes_of(keys: np.ndarray) -> np.ndarray:
+    return keys.view(np.uint64) * _MULTIPLIER
 
-    def __init__(self, directory: Path, *, on_disk: bool = False, capacity: int = FIRST_CAPACITY) -> None:
-        self.directory = Path(directory)
-        self.on_disk = on_disk
-        self.level = 0  # the level being built
+
+class Segment:
+    """One open-addressing table: the keys whose hash has these top bits."""
+
+    def __init__(self, directory: Path, index: int, on_disk: bool, capacity: int = FIRST_CAPACITY) -> None:
+        self.directory, self.index, self.on_disk = directory, index, on_disk
         self.count = 0
         self.fps, self.levels = self._new_table(capacity)
         self._publish()
-        self._pairs: list[tuple[np.ndarray, np.ndarray]] = []  # the level's (fingerprint, parent) candidates
-        self._buffered, self._reduce_at = 0, REDUCE_AT
 
-    # -- the table -----------------------------------------------------------------------------
-    def _table_paths(self, capacity: int) -> tuple[Path, Path]:
-        return self.directory / f"seen-{capacity}.fps.npy", self.directory / f"seen-{capacity}.levels.npy"
+    def _paths(self, capacity: int) -> tuple[Path, Path]:
+        name = f"seen-{self.index:02d}-{capacity}"
+        return self.directory / f"{name}.fps.npy", self.directory / f"{name}.levels.npy"
 
     def _new_table(self, capacity: int) -> tuple[np.ndarray, np.ndarray]:
         if not self.on_disk:
             return np.zeros(capacity, dtype=np.int64), np.zeros(capacity, dtype=np.uint16)
-        fps_path, levels_path = self._table_paths(capacity)
-        partial = (fps_path.with_suffix(".partial"), levels_path.with_suffix(".partial"))
-        fps = np.lib.format.open_memmap(partial[0], mode="w+", dtype=np.int64, shape=(capacity,))
-        levels = np.lib.format.open_memmap(partial[1], mode="w+", dtype=np.uint16, shape=(capacity,))
+        fps_path, levels_path = self._paths(capacity)
+        fps = np.lib.format.open_memmap(fps_path.with_suffix(".partial"), mode="w+", dtype=np.int64, shape=(capacity,))
+        levels = np.lib.format.open_memmap(levels_path.with_suffix(".partial"), mode="w+", dtype=np.uint16, shape=(capacity,))
         return fps, levels
 
     def _publish(self) -> None:
-        """A table written in full takes its final names; then the smaller ones go (see open())."""
+        """A table written in full takes its final names; then this segment's smaller ones go (see open())."""
         if not self.on_disk:
             return
-        self.fps.flush()
-        self.levels.flush()
-        for array, final in zip((self.fps, self.levels), self._table_paths(len(self.fps))):
+        self.flush()
+        for array, final in zip((self.fps, self.levels), self._paths(len(self.fps))):
             os.replace(array.filename, final)
-        for old in self.directory.glob("seen-*.npy"):
-            if int(old.name.split("-")[1].split(".")[0]) < len(self.fps):
-                old.unlink()
+        for capacity in self.capacities_on_disk(self.directory, self.index):
+            if capacity < len(self.fps):
+                for old in self._paths(capacity):
+                    old.unlink(missing_ok=True)
 
-    def _slots(self, keys: np.ndarray) -> np.ndarray:
-        shift = np.uint64(64 - (len(self.fps).bit_length() - 1))
-        return ((keys.view(np.uint64) * _MULTIPLIER) >> shift).astype(np.int64)
+    @staticmethod
+    def capacities_on_disk(directory: Path, index: int) -> list[int]:
+        return [int(p.name.split(".")[0].split("-")[2]) for p in directory.glob(f"seen-{index:02d}-*.fps.npy")]
 
-    def _insert(self, keys: np.ndarray, levels: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
+    def flush(self) -> None:
+        if self.on_disk:
+            self.fps.flush()
+            self.levels.flush()
+
+    def insert(self, keys: np.ndarray, hashes: np.ndarray, levels: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
         """Put keys in the table by linear probing, a round per probe step for the whole batch.
 
         Returns (new, slot): which keys were absent (only a key's first occurrence in the batch
@@ -81,7 +88,8 @@ class Visited:
         new = np.zeros(len(keys), dtype=bool)
         final = np.empty(len(keys), dtype=np.int64)
         pending = np.arange(len(keys))
-        slot = self._slots(keys)
+        bits = np.uint64(len(self.fps).bit_length() - 1)
+        slot = ((hashes << np.uint64(SEGMENT_BITS)) >> (np.uint64(64) - bits)).astype(np.int64)  # the bits below the segment's
         while len(pending):
             at = slot[pending]
             held = table[at]
@@ -102,25 +110,49 @@ class Visited:
         self.count += int(new.sum())
         return new, final
 
-    def _grow(self, adding: int) -> None:
+    def make_room(self, adding: int) -> None:
         if self.count + adding <= MAX_LOAD * len(self.fps):
             return
         capacity = len(self.fps)
         while self.count + adding > MAX_LOAD * capacity:
             capacity *= 2
-        self._rebuild(capacity, keep_below=MAX_LEVELS)
+        self.rebuild(capacity, keep_below=MAX_LEVELS)
 
-    def _rebuild(self, capacity: int, keep_below: int) -> None:
+    def rebuild(self, capacity: int, keep_below: int) -> None:
         """A new table of `capacity` slots with the keys of levels below `keep_below`, put in a
-        window of the old table at a time (bounded memory on a table of any size)."""
+        window of the old table at a time (bounded memory on a segment of any size)."""
         old_fps, old_levels = self.fps, self.levels
         self.fps, self.levels = self._new_table(capacity)
         self.count = 0
         for start in range(0, len(old_fps), WINDOW):
             fps, levels = np.asarray(old_fps[start : start + WINDOW]), np.asarray(old_levels[start : start + WINDOW])
             kept = (fps != EMPTY) & (levels < keep_below)
-            self._insert(fps[kept], levels[kept])
+            self.insert(fps[kept], hashes_of(fps[kept]), levels[kept])
         self._publish()
+
+    @classmethod
+    def open(cls, directory: Path, index: int, completed: int) -> "Segment":
+        """A segment on disk as it was when `completed` levels had ended: rebuilt from the keys of
+        those levels (the slots later ones filled may lie on the probe paths of earlier keys)."""
+        segment = cls.__new__(cls)
+        segment.directory, segment.index, segment.on_disk = directory, index, True
+        capacity = max(c for c in cls.capacities_on_disk(directory, index) if all(p.exists() for p in segment._paths(c)))
+        fps_path, levels_path = segment._paths(capacity)
+        segment.fps, segment.levels = np.load(fps_path, mmap_mode="r"), np.load(levels_path, mmap_mode="r")
+        segment.rebuild(capacity, keep_below=completed)  # into new files, renamed over the old ones once written
+        return segment
+
+
+class Visited:
+    """Fingerprints seen, by level; parent links per completed level in `directory`."""
+
+    def __init__(self, directory: Path, *, on_disk: bool = False, capacity: int = FIRST_CAPACITY) -> None:
+        """`capacity`: each segment's slots at first (a power of two)."""
+        self.directory = Path(directory)
+        self.level = 0  # the level being built
+        self.segments = [Segment(self.directory, index, on_disk, capacity) for index in range(SEGMENTS)]
+        self._pairs: list[tuple[np.ndarray, np.ndarray]] = []  # the level's (fingerprint, parent) candidates
+        self._buffered, self._reduce_at = 0, REDUCE_AT
 
     # -- the search's view -------------------------------------------------------------------------
     def offer(self, fps: np.ndarray, parents: np.ndarray) -> np.ndarray:
@@ -128,9 +160,17 @@ class Visited:
         (an initial state: its own). Returns which are new: seen for the first time, the first of
         equal ones in the batch. Each candidate of this level keeps its smallest parent."""
         keys = np.where(fps == EMPTY, ZERO, fps)
-        self._grow(len(keys))
-        new, slot = self._insert(keys, self.level)
-        ours = self.levels[slot] == self.level
+        hashes = hashes_of(keys)
+        segment = (hashes >> np.uint64(64 - SEGMENT_BITS)).astype(np.intp)
+        order = np.argsort(segment, kind="stable")  # within a segment, the batch's order: the first of equal keys wins
+        bounds = np.searchsorted(segment[order], np.arange(SEGMENTS + 1))
+        new, ours = np.empty(len(keys), dtype=bool), np.empty(len(keys), dtype=bool)
+        for table, low, high in zip(self.segments, bounds[:-1], bounds[1:]):
+            if low < high:
+                chosen = order[low:high]
+                table.make_room(high - low)
+                new[chosen], slot = table.insert(keys[chosen], hashes[chosen], self.level)
+                ours[chosen] = table.levels[slot] == self.level
         self._pairs.append((fps[ours], parents[ours]))
         self._buffered += int(ours.sum())
         if self._buffered > self._reduce_at:
@@ -174,28 +214,22 @@ class Visited:
         return None
 
     def __len__(self) -> int:
-        return self.count
+        return sum(table.count for table in self.segments)
 
     # -- checkpoints (on disk only) ----------------------------------------------------------------
     def checkpoint(self) -> None:
-        """Make what the completed levels wrote durable: the mapped table's pages on disk."""
-        self.fps.flush()
-        self.levels.flush()
+        """Make what the completed levels wrote durable: the mapped tables' pages on disk."""
+        for table in self.segments:
+            table.flush()
 
     @classmethod
     def open(cls, directory: Path, completed: int) -> "Visited":
-        """A disk-backed table as it was when `completed` levels had ended: rebuilt from the keys
-        of those levels (the slots later ones filled may lie on the probe paths of earlier keys)."""
+        """A disk-backed table as it was when `completed` levels had ended, with their parent links."""
         visited = cls.__new__(cls)
-        visited.directory, visited.on_disk = Path(directory), True
+        visited.directory = Path(directory)
         for partial in visited.directory.glob("*.partial"):
             partial.unlink()
-        capacities = [int(p.name.split("-")[1].split(".")[0]) for p in visited.directory.glob("seen-*.fps.npy")]
-        capacity = max(c for c in capacities if all(p.exists() for p in visited._table_paths(c)))
-        fps_path, levels_path = visited._table_paths(capacity)
-        visited.fps = np.load(fps_path, mmap_mode="r")
-        visited.levels = np.load(levels_path, mmap_mode="r")
-        visited._rebuild(capacity, keep_below=completed)  # into new files, renamed over the old ones once written
+        visited.segments = [Segment.open(visited.directory, index, completed) for index in range(SEGMENTS)]
         visited.level = completed
         visited._pairs, visited._buffered, visited._reduce_at = [], 0, REDUCE_AT
         for stale in visited.directory.glob("parents-*.npy"):
