@@ -143,7 +143,6 @@ class KraftSystem:
         self._signatures: dict[int, tuple] = {}
         self._inert_below: dict[int, tuple[int, int]] = {}
         self._orders: dict[tuple[int, ...], list] = {}
-        self._prefix_renamings: dict[tuple[int, ...], list] = {}
         self._permutations: dict[tuple[int, ...], int] = {}
         self._renaming: list[tuple[dict, dict, dict]] = []
         self._groups = (range(voters), range(voters, voters + observers))
@@ -200,17 +199,17 @@ class KraftSystem:
             message_fps = self.messages.fps
             history_fp = self.histories.fps[state[size]]
             return hash((tuple(node_fps[n] for n in state[:size]), history_fp, tuple(message_fps[m] for m in state[size + 1 :]))), history_fp
-        prefix = state[: size + 1]
-        renamings = self._prefix_renamings.get(prefix)
-        if renamings is None:
-            renamings = self._prefix_renamings[prefix] = self._renamings_with_history(prefix)
+        history_id = state[size]
         bag = state[size + 1 :]
         best = None
         best_history = 0
-        for index, node_fps, history_fp, renamed_bags in renamings:
-            message_fps = renamed_bags.get(bag)
+        for index, node_fps, histories, bags in self._renamings(state[:size]):
+            history_fp = histories.get(history_id)
+            if history_fp is None:
+                history_fp = self._renamed_fp(index, "history", history_id)
+            message_fps = bags.get(bag)
             if message_fps is None:
-                message_fps = renamed_bags[bag] = tuple(sorted(self._renamed_fp(index, "message", m) for m in bag))
+                message_fps = bags[bag] = tuple(sorted(self._renamed_fp(index, "message", m) for m in bag))
             fp = hash((node_fps, history_fp, message_fps))
             if best is None or fp < best:
                 best, best_history = fp, history_fp
@@ -334,7 +333,7 @@ class KraftSystem:
             sent = tuple(self.messages.id(e) for e in outgoing(node_id, event, transition))
             stepped = self._steps[step_key] = (after, sent, transition.state.epoch > self.max_epoch)
         after, sent, beyond = stepped
-        if beyond:
+        if beyond or len(sent) > self.max_in_flight:
             return None
         history_id = prefix[self.size]
         charge = type(action) if type(action) in (Append, CrashNode) else None
@@ -412,8 +411,9 @@ class KraftSystem:
             found = self._signatures[node_id] = (n.role, n.epoch, n.high_watermark, log, n.voted_id == -1, n.leader_id == -1)
         return found
 
-    def _renamings(self, node_ids: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
-        """For a tuple of node states: (permutation index, renamed node fingerprints) per canonical order.
+    def _renamings(self, node_ids: tuple[int, ...]) -> list[tuple[int, tuple[int, ...], dict, dict]]:
+        """For a tuple of node states, per canonical order: (permutation index, renamed node fingerprints,
+        and that renaming's caches of renamed history fingerprints and of renamed bags' sorted message fingerprints).
 
         A canonical order sorts each interchangeable group by signature; tied nodes are tried in
         every order (hence MAX_SYMMETRIC_NODES), and the smallest resulting fingerprint is the state's.
@@ -431,18 +431,10 @@ class KraftSystem:
             order = tuple(itertools.chain.from_iterable(parts))  # new slot i holds old slot order[i]
             index = self._permutation_index(tuple(order.index(old) for old in range(self.size)))
             node_fps = tuple(self._renamed_fp(index, "node", node_ids[old]) for old in order)
-            found.append((index, node_fps))
+            caches = self._renaming[index][2]
+            found.append((index, node_fps, caches["history"], caches["bag"]))
         self._orders[node_ids] = found
         return found
-
-    def _renamings_with_history(self, prefix: tuple[int, ...]) -> list[tuple[int, tuple[int, ...], int, dict]]:
-        """For a (node ids, history id) prefix: per canonical order, (permutation index, renamed node
-        fingerprints, renamed history fingerprint, the renamed bags' sorted message fingerprints made so far)."""
-        history_id = prefix[self.size]
-        return [
-            (index, node_fps, self._renamed_fp(index, "history", history_id), self._renaming[index][2]["bag"])
-            for index, node_fps in self._renamings(prefix[: self.size])
-        ]
 
     def _permutation_index(self, position: tuple[int, ...]) -> int:
         """A small int for a slot permutation (old slot -> new slot), with its renaming caches."""
