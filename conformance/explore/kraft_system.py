@@ -45,6 +45,8 @@ _encode = msgspec.msgpack.Encoder(order="deterministic").encode
 # 300 at 8 (without symmetry 20,000 or more); at 10 the first state alone takes 10! renamings.
 MAX_SYMMETRIC_NODES = 6
 
+UNKNOWN = object()  # a cache entry not computed yet (None is a computed "out of bounds")
+
 
 def stable_fingerprint(value: object) -> int:
     """A 64-bit fingerprint that is the same in every process (unlike hash() of strings)."""
@@ -134,6 +136,7 @@ class KraftSystem:
         self.messages = Interned(Envelope)
         self.histories = Interned(History)
         self._steps: dict = {}
+        self._moves: dict[tuple[int, ...], tuple[dict, list]] = {}
         self._records: dict = {}
         self._node_actions: dict = {}
         self._checks: dict = {}
@@ -153,9 +156,13 @@ class KraftSystem:
 
     def successors(self, state: tuple[int, ...]) -> Iterator[tuple[tuple, tuple[int, ...]]]:
         size = self.size
-        node_ids = state[:size]
-        history_id = state[size]
+        prefix = state[: size + 1]
         bag = state[size + 1 :]
+        moves = self._moves.get(prefix)
+        if moves is None:
+            moves = self._moves[prefix] = ({}, self._node_moves(prefix))
+        deliveries, node_moves = moves
+        room = self.max_in_flight - len(bag)
         faults = self.faults
         previous = -1
         for at, message_id in enumerate(bag):
@@ -163,26 +170,19 @@ class KraftSystem:
                 continue
             previous = message_id
             rest = bag[:at] + bag[at + 1 :]
-            delivered = self._advance(node_ids, history_id, rest, ("deliver", message_id))
-            if delivered is not None:
-                yield ("deliver", message_id), delivered
-            if faults.duplication:
-                again = self._advance(node_ids, history_id, bag, ("deliver", message_id))
-                if again is not None:
-                    yield ("duplicate", message_id), again
+            move = deliveries.get(message_id, UNKNOWN)
+            if move is UNKNOWN:
+                move = deliveries[message_id] = self._move(prefix, ("deliver", message_id))
+            if move is not None:
+                if move[2] <= room + 1:
+                    yield ("deliver", message_id), self._after(move, rest)
+                if faults.duplication and move[2] <= room:
+                    yield ("duplicate", message_id), self._after(move, bag)
             if faults.loss:
-                yield ("drop", message_id), node_ids + (history_id,) + rest
-        history = self.histories.values[history_id]
-        for position, node_id in enumerate(node_ids):
-            key = (position, node_id, history.appended, history.crashes)
-            actions = self._node_actions.get(key)
-            if actions is None:
-                config = self.cluster.node_configs[position]
-                actions = self._node_actions[key] = node_actions(self.cluster.ids[position], config, self.nodes.values[node_id], history, faults)
-            for action in actions:
-                successor = self._advance(node_ids, history_id, bag, ("node", action))
-                if successor is not None:
-                    yield ("node", action), successor
+                yield ("drop", message_id), prefix + rest
+        for key, move in node_moves:
+            if move[2] <= room:
+                yield key, self._after(move, bag)
 
     def fingerprint(self, state: tuple[int, ...]) -> int:
         return self.fingerprint_and_shard(state)[0]
@@ -199,7 +199,21 @@ class KraftSystem:
             message_fps = self.messages.fps
             history_fp = self.histories.fps[state[size]]
             return hash((tuple(node_fps[n] for n in state[:size]), history_fp, tuple(message_fps[m] for m in state[size + 1 :]))), history_fp
-        return self._canonical_fingerprint(state)
+        history_id = state[size]
+        bag = state[size + 1 :]
+        best = None
+        best_history = 0
+        for index, node_fps, histories, bags in self._renamings(state[:size]):
+            history_fp = histories.get(history_id)
+            if history_fp is None:
+                history_fp = self._renamed_fp(index, "history", history_id)
+            message_fps = bags.get(bag)
+            if message_fps is None:
+                message_fps = bags[bag] = tuple(sorted(self._renamed_fp(index, "message", m) for m in bag))
+            fp = hash((node_fps, history_fp, message_fps))
+            if best is None or fp < best:
+                best, best_history = fp, history_fp
+        return best, best_history
 
     def violations(self, state: tuple[int, ...]) -> tuple[Violation, ...]:
         key = state[: self.size + 1]
@@ -215,7 +229,7 @@ class KraftSystem:
 
     # -- between encodings -------------------------------------------------------------------
     def encode(self, state: ClusterState) -> tuple[int, ...]:
-        bag = sorted((self.messages.id(envelope) for _key, envelope in state.network), key=self._message_order)
+        bag = sorted((self.messages.id(envelope) for _key, envelope in state.network), key=self.messages.fps.__getitem__)
         return tuple(self.nodes.id(self._view(n)) for n in state.nodes) + (self.histories.id(state.history),) + tuple(bag)
 
     def decode(self, state: tuple[int, ...]) -> ClusterState:
@@ -280,11 +294,26 @@ class KraftSystem:
         return msgspec.structs.replace(node, **{f: frozenset() for f in self.dead_fields})
 
     # -- transitions -------------------------------------------------------------------------
-    def _message_order(self, message_id: int) -> tuple[int, int]:
-        return (self.messages.fps[message_id], message_id)
+    def _node_moves(self, prefix: tuple[int, ...]) -> list[tuple[tuple, tuple]]:
+        """(action key, move) for every node action that stays within the bounds, in slot order."""
+        history = self.histories.values[prefix[self.size]]
+        found = []
+        for position, node_id in enumerate(prefix[: self.size]):
+            key = (position, node_id, history.appended, history.crashes)
+            actions = self._node_actions.get(key)
+            if actions is None:
+                config = self.cluster.node_configs[position]
+                actions = self._node_actions[key] = node_actions(self.cluster.ids[position], config, self.nodes.values[node_id], history, self.faults)
+            for action in actions:
+                move = self._move(prefix, ("node", action))
+                if move is not None:
+                    found.append((("node", action), move))
+        return found
 
-    def _advance(self, node_ids: tuple[int, ...], history_id: int, bag: tuple[int, ...], key: tuple) -> tuple[int, ...] | None:
-        """The state after one node event, or None when it leaves the bounds."""
+    def _move(self, prefix: tuple[int, ...], key: tuple) -> tuple[tuple[int, ...], tuple[int, ...], int, bool] | None:
+        """What one node event does to a (node ids, history id) prefix, whatever is in flight:
+        (next prefix, the messages sent that are live there in bag order, how many were sent, whether
+        the node's epoch changed), or None when the event leaves the bounds."""
         kind, what = key
         if kind == "deliver":
             envelope = self.messages.values[what]
@@ -293,19 +322,20 @@ class KraftSystem:
         else:
             position = self.cluster.index[what.node]
             action = what
-        before = node_ids[position]
+        before = prefix[position]
         step_key = (position, before, key)
         stepped = self._steps.get(step_key)
         if stepped is None:
-            action = Deliver(envelope=self.messages.values[what]) if kind == "deliver" else what
-            node_id, event = event_of(action)
+            event_action = Deliver(envelope=self.messages.values[what]) if kind == "deliver" else what
+            node_id, event = event_of(event_action)
             transition = nodes.step(self.cluster.node_configs[position], self.nodes.values[before], event)
             after = self.nodes.id(self._view(transition.state))
             sent = tuple(self.messages.id(e) for e in outgoing(node_id, event, transition))
             stepped = self._steps[step_key] = (after, sent, transition.state.epoch > self.max_epoch)
         after, sent, beyond = stepped
-        if beyond or len(bag) + len(sent) > self.max_in_flight:
+        if beyond or len(sent) > self.max_in_flight:
             return None
+        history_id = prefix[self.size]
         charge = type(action) if type(action) in (Append, CrashNode) else None
         record_key = (history_id, position, before, after, charge)
         next_history = self._records.get(record_key)
@@ -320,10 +350,24 @@ class KraftSystem:
                 next_history = self._records[record_key] = self.histories.id(history)
         if next_history == -1:
             return None
+        node_ids = prefix[:position] + (after,) + prefix[position + 1 : self.size]
+        live = self._live(tuple(sorted(sent, key=self.messages.fps.__getitem__)), node_ids)
+        epoch_changed = self.nodes.values[after].epoch != self.nodes.values[before].epoch
+        return node_ids + (next_history,), live, len(sent), epoch_changed
+
+    def _after(self, move: tuple, bag: tuple[int, ...]) -> tuple[int, ...]:
+        """The state a move leads to from a bag of messages in flight.
+
+        Every state's bag is live already (see _live), and only a node whose epoch changed can make
+        a message inert, so the bag is filtered only then; the move's own messages were filtered
+        once, when the move was made.
+        """
+        prefix, sent, _count, epoch_changed = move
+        if epoch_changed:
+            bag = self._live(bag, prefix)
         if sent:
-            bag = tuple(sorted(bag + sent, key=self._message_order))
-        node_ids = node_ids[:position] + (after,) + node_ids[position + 1 :]
-        return node_ids + (next_history,) + self._live(bag, node_ids)
+            bag = tuple(sorted(bag + sent, key=self.messages.fps.__getitem__))
+        return prefix + bag
 
     def _live(self, bag: tuple[int, ...], node_ids: tuple[int, ...]) -> tuple[int, ...]:
         """The bag without inert messages: responses that can no longer change anything.
@@ -367,8 +411,9 @@ class KraftSystem:
             found = self._signatures[node_id] = (n.role, n.epoch, n.high_watermark, log, n.voted_id == -1, n.leader_id == -1)
         return found
 
-    def _renamings(self, node_ids: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
-        """For a tuple of node states: (permutation index, renamed node fingerprints) per canonical order.
+    def _renamings(self, node_ids: tuple[int, ...]) -> list[tuple[int, tuple[int, ...], dict, dict]]:
+        """For a tuple of node states, per canonical order: (permutation index, renamed node fingerprints,
+        and that renaming's caches of renamed history fingerprints and of renamed bags' sorted message fingerprints).
 
         A canonical order sorts each interchangeable group by signature; tied nodes are tried in
         every order (hence MAX_SYMMETRIC_NODES), and the smallest resulting fingerprint is the state's.
@@ -386,7 +431,8 @@ class KraftSystem:
             order = tuple(itertools.chain.from_iterable(parts))  # new slot i holds old slot order[i]
             index = self._permutation_index(tuple(order.index(old) for old in range(self.size)))
             node_fps = tuple(self._renamed_fp(index, "node", node_ids[old]) for old in order)
-            found.append((index, node_fps))
+            caches = self._renaming[index][2]
+            found.append((index, node_fps, caches["history"], caches["bag"]))
         self._orders[node_ids] = found
         return found
 
@@ -397,7 +443,7 @@ class KraftSystem:
             index = self._permutations[position] = len(self._renaming)
             ids = self.cluster.ids
             names = {ids[old]: ids[new] for old, new in enumerate(position)}
-            self._renaming.append((dict(enumerate(position)), names, {"node": {}, "history": {}, "message": {}}))
+            self._renaming.append((dict(enumerate(position)), names, {"node": {}, "history": {}, "message": {}, "bag": {}}))
         return index
 
     def _renamed_fp(self, index: int, kind: str, value_id: int) -> int:
@@ -413,26 +459,3 @@ class KraftSystem:
                 renamed = symmetry.rename_envelope(self.messages.values[value_id], names)
             found = cache[value_id] = stable_fingerprint(renamed)
         return found
-
-    def _canonical_fingerprint(self, state: tuple[int, ...]) -> tuple[int, int]:
-        size = self.size
-        history_id = state[size]
-        bag = state[size + 1 :]
-        best = None
-        best_history = 0
-        for index, node_fps in self._renamings(state[:size]):
-            caches = self._renaming[index][2]
-            histories = caches["history"]
-            history_fp = histories.get(history_id)
-            if history_fp is None:
-                history_fp = self._renamed_fp(index, "history", history_id)
-            messages = caches["message"]
-            message_fps = []
-            for m in bag:
-                fp = messages.get(m)
-                message_fps.append(fp if fp is not None else self._renamed_fp(index, "message", m))
-            message_fps.sort()
-            fp = hash((node_fps, history_fp, tuple(message_fps)))
-            if best is None or fp < best:
-                best, best_history = fp, history_fp
-        return best, best_history
