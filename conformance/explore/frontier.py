@@ -83,10 +83,10 @@ class Level:
         self.count = 0
         self.out = open(path, "wb") if path is not None else None
 
-    def add(self, fp: int, state: object) -> None:
-        self.fps.append(fp)
-        self.states.append(state)
-        self.count += 1
+    def extend(self, fps: list[int], states: list) -> None:
+        self.fps.extend(fps)
+        self.states += states
+        self.count += len(states)
         if self.out is not None and len(self.states) >= CHUNK:
             self._spill()
 

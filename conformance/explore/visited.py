@@ -103,7 +103,9 @@ class Segment:
             self.levels[taken] = levels[winners]
             new[winners] = True
             final[winners] = taken
-            losers = np.setdiff1d(claimants, winners, assume_unique=True)  # look again at the same slot
+            lost = np.ones(len(claimants), dtype=bool)
+            lost[first] = False
+            losers = claimants[lost]  # look again at the same slot
             others = pending[(held != EMPTY) & (held != keys[pending])]
             slot[others] = (slot[others] + 1) & mask
             pending = np.sort(np.concatenate((losers, others)))

@@ -18,7 +18,7 @@ from conformance.explore.visited import Visited
 from model.config import ConfigError
 from spec.trace import write_bytes_atomically
 
-BATCH = 1 << 15  # candidates a batch offered to the fingerprint table
+BATCH = 1 << 17  # candidates a batch offered to the fingerprint table: large enough that numpy's cost per call fades
 CHECKPOINT = "search.json"
 
 
@@ -112,7 +112,7 @@ class Builder:
 
     def __init__(self, system, visited: Visited, level: Level, depth: int) -> None:
         self.system, self.visited, self.level, self.depth = system, visited, level, depth
-        self.fps: list[int] = []
+        self.fps: list[int] = []  # lists: appending to them is the hot loop's cheapest step
         self.parents: list[int] = []
         self.states: list = []
         self.generated = 0
@@ -131,15 +131,16 @@ class Builder:
         """Offer the collected candidates; keep the new ones."""
         if not self.fps:
             return
-        thaw = self.thaw
-        new = self.visited.offer(np.array(self.fps, dtype=np.int64), np.array(self.parents, dtype=np.int64))
+        new = np.flatnonzero(self.visited.offer(np.array(self.fps, dtype=np.int64), np.array(self.parents, dtype=np.int64))).tolist()
+        fps, states = [self.fps[at] for at in new], [self.states[at] for at in new]
+        if self.thaw is not None:
+            states = [self.thaw(state) for state in states]
+        self.level.extend(fps, states)
         violations, depth = self.system.violations, self.depth
-        for at in np.flatnonzero(new).tolist():
-            fp, state = self.fps[at], self.states[at]
-            if thaw is not None:
-                state = thaw(state)
-            self.level.add(fp, state)
-            self.findings.extend((depth, fp, v) for v in violations(state))
+        for fp, state in zip(fps, states):
+            found = violations(state)
+            if found:
+                self.findings.extend((depth, fp, v) for v in found)
         self.generated += len(self.fps)
         del self.fps[:], self.parents[:], self.states[:]  # in place: callers hold these lists
 
