@@ -119,3 +119,23 @@ def test_state_directories_that_cannot_be_used_are_refused(tmp_path, capsys, arg
     assert message in capsys.readouterr().err
     assert (tmp_path / "file").read_text() == "mine"
     assert not (tmp_path / "fresh").exists()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("damage", ["a table segment gone", "the frontier cut short"])
+def test_a_damaged_state_directory_is_refused_with_the_file_named(tmp_path, capsys, workers, damage):
+    kept = tmp_path / "kept"
+    process = kraftcheck(*MATCHED_TLC, "--workers", workers, "--state-dir", str(kept), "--out", str(tmp_path))
+    completed = kill_after_level(process, kept, level=8)
+    shard = kept / "worker-1" if workers == "2" else kept
+    if damage == "a table segment gone":
+        victim = next(shard.glob("seen-03-*.fps.npy"))
+        victim.unlink()
+    else:
+        victim = shard / f"states-{completed - 1}.bin"
+        victim.write_bytes(victim.read_bytes()[:-5])
+    capsys.readouterr()
+    assert cli.main(["check", "--resume", str(kept), "--out", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert "cannot resume the search kept there, a file is missing or damaged" in error and "Traceback" not in error
+    assert (victim.name if damage == "the frontier cut short" else "seen-03-") in error

@@ -96,17 +96,23 @@ def run(args: argparse.Namespace) -> int:
     if args.state_dir is not None:
         begin_saved_search(Path(args.state_dir), name, config, workers, args.keep_going)
     kept = args.state_dir or args.resume
-    system, result, workers = check(
-        config,
-        keep_going=args.keep_going,
-        max_states=args.max_states,
-        max_seconds=args.max_seconds,
-        workers=workers,
-        progress=shown,
-        spark=spark,
-        state_dir=Path(kept) if kept else None,
-        resume=args.resume is not None,
-    )
+    try:
+        system, result, workers = check(
+            config,
+            keep_going=args.keep_going,
+            max_states=args.max_states,
+            max_seconds=args.max_seconds,
+            workers=workers,
+            progress=shown,
+            spark=spark,
+            state_dir=Path(kept) if kept else None,
+            resume=args.resume is not None,
+        )
+    except OSError as error:  # the search's own files: a full disk, a directory taken away
+        print(f"\nkraftcheck: the search cannot keep its files: {error}", file=sys.stderr)
+        if kept:
+            print(f"kraftcheck: once that is mended, continue from the last completed level: kraftcheck check --resume {kept}", file=sys.stderr)
+        return 2
     if live and not spark:
         print(file=sys.stderr)
     isr = isinstance(system, IsrSystem)

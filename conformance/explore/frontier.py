@@ -27,19 +27,19 @@ def write_frame(out, value: object) -> None:
     out.write(_LENGTH.pack(len(payload)) + payload)
 
 
-def read_frames(path: Path) -> Iterator[tuple[int, bytes]]:
-    """A file's frames, each with the offset where it ends; a torn last frame (the writer was
-    killed) ends the file."""
+def read_frames(path: Path, *, torn_end: bool = False) -> Iterator[tuple[int, bytes]]:
+    """A file's frames, each with the offset where it ends. A torn last frame (the writer was
+    killed) ends the file if `torn_end`, else the file is damaged: ValueError."""
     with open(path, "rb") as source:
         end = 0
         while header := source.read(_LENGTH.size):
-            if len(header) < _LENGTH.size:
-                return
-            (length,) = _LENGTH.unpack(header)
-            payload = source.read(length)
-            if len(payload) < length:
-                return
-            end += _LENGTH.size + length
+            length = _LENGTH.unpack(header)[0] if len(header) == _LENGTH.size else None
+            payload = source.read(length) if length is not None else b""
+            if length is None or len(payload) < length:
+                if torn_end:
+                    return
+                raise ValueError(f"{path}: cut short after byte {end}")
+            end += _LENGTH.size + len(payload)
             yield end, payload
 
 
@@ -52,7 +52,7 @@ class PartsLog:
         self.written: set[tuple[int, int]] = set()
         end = 0
         if path.exists():
-            for end, payload in read_frames(path):
+            for end, payload in read_frames(path, torn_end=True):
                 for fp, kind, encoded in msgspec.msgpack.decode(payload):
                     system.learn(fp, kind, encoded)
                     self.written.add((kind, fp))
@@ -132,5 +132,10 @@ class Level:
         """A level closed before, by this process or another (whose parts log it has learned)."""
         level = cls(system)
         level.path = path
-        level.count = sum(len(msgspec.msgpack.decode(payload)[1]) for _end, payload in read_frames(path))
+        level.count = 0
+        for _end, payload in read_frames(path):  # every frame decoded once: a damaged one is found now, not midway
+            fps, packed = msgspec.msgpack.decode(payload, type=tuple[bytes, list[bytes]])
+            if len(fps) != 8 * len(packed):
+                raise ValueError(f"{path}: a frame of {len(packed)} states with {len(fps) // 8} fingerprints")
+            level.count += len(packed)
         return level

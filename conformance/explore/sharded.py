@@ -34,6 +34,7 @@ from conformance.explore.frontier import Level
 from conformance.explore.workspace import BATCH, Builder, ResumeError, Workspace, read_checkpoint, write_checkpoint
 from conformance.explore.kraft_system import KraftSystem
 from model.cluster import History
+from model.config import ConfigError
 from model.network import Envelope
 from model.state import NodeState
 
@@ -182,6 +183,9 @@ def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], 
                 connection.send(worker.ingest(argument))
             elif command == "parent":
                 connection.send(worker.space.visited.parent(argument))
+    except (ConfigError, OSError) as refusal:  # a damaged state directory, a full disk: the coordinator raises it as it is
+        with contextlib.suppress(OSError):
+            connection.send(("raised", refusal))
     except BaseException:
         with contextlib.suppress(OSError):  # the coordinator may have closed the pipe already
             connection.send(("error", traceback.format_exc()))
@@ -219,6 +223,8 @@ class Coordinator:
             raise WorkerFailed(f"worker {index} exited unexpectedly (exit code {self.processes[index].exitcode})") from None
         if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "error":
             raise WorkerFailed(f"worker {index} failed:\n{reply[1]}")
+        if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "raised":
+            raise reply[1]
         return reply
 
     def broadcast(self, command: str, arguments: list) -> list:

@@ -138,7 +138,10 @@ class Segment:
         those levels (the slots later ones filled may lie on the probe paths of earlier keys)."""
         segment = cls.__new__(cls)
         segment.directory, segment.index, segment.on_disk = directory, index, True
-        capacity = max(c for c in cls.capacities_on_disk(directory, index) if all(p.exists() for p in segment._paths(c)))
+        complete = [c for c in cls.capacities_on_disk(directory, index) if all(p.exists() for p in segment._paths(c))]
+        if not complete:
+            raise ValueError(f"{directory}: no whole seen-{index:02d}-*.fps.npy and .levels.npy pair")
+        capacity = max(complete)
         fps_path, levels_path = segment._paths(capacity)
         segment.fps, segment.levels = np.load(fps_path, mmap_mode="r"), np.load(levels_path, mmap_mode="r")
         segment.rebuild(capacity, keep_below=completed)  # into new files, renamed over the old ones once written

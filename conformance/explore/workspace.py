@@ -75,15 +75,15 @@ class Workspace:
 
     def resume(self, completed: int) -> Level:
         """Back to the moment `completed` levels had ended: the table rolled back, later files gone;
-        the frontier (the last completed level) to expand."""
-        self.visited = Visited.open(self.directory, completed)
-        for path in self.directory.glob("states-*.bin"):
-            if int(path.stem.split("-")[1]) >= completed:
-                path.unlink()
-        frontier = self._states_path(completed - 1)
-        if not frontier.exists():
-            raise ResumeError(f"{self.directory}: the states of level {completed - 1} are missing")
-        return Level.reopen(self.system, frontier)
+        the frontier (the last completed level) to expand. Damaged files are a ResumeError."""
+        try:
+            self.visited = Visited.open(self.directory, completed)
+            for path in self.directory.glob("states-*.bin"):
+                if int(path.stem.split("-")[1]) >= completed:
+                    path.unlink()
+            return Level.reopen(self.system, self._states_path(completed - 1))
+        except (OSError, ValueError, KeyError, msgspec.DecodeError) as error:
+            raise ResumeError(f"{self.directory}: cannot resume the search kept there, a file is missing or damaged: {error}") from None
 
     def close(self) -> None:
         if self.parts is not None:
