@@ -79,13 +79,16 @@ def test_a_killed_search_resumes_from_its_last_completed_level(tmp_path, capsys,
     assert set(resumed["properties"].values()) == {"holds"}
 
 
-def test_a_killed_search_with_a_violation_resumes_to_the_same_counterexample(tmp_path, capsys):
+def test_a_stopped_search_with_a_violation_resumes_to_the_same_counterexample(tmp_path, capsys):
+    """Stopped between levels by --max-states (a kill's timing would race this short search), then resumed."""
     system = system_for(VIOLATED)
     expected = explore(system)
     steps = json.loads(json.dumps(counterexample_steps(system, expected.counterexamples[0].path)))
     kept = tmp_path / "kept"
-    process = kraftcheck("--config", "faults", "--profile", "faulty-truncate-to-hw", "--workers", "1", "--state-dir", str(kept), "--out", str(tmp_path))
-    kill_after_level(process, kept, level=5)
+    first = ["check", "--config", "faults", "--profile", "faulty-truncate-to-hw", "--workers", "1", "--max-states", "100"]
+    assert cli.main([*first, "--state-dir", str(kept), "--out", str(tmp_path)]) == 0
+    assert 2 <= read_checkpoint(kept).completed < expected.depth
+    capsys.readouterr()
     assert cli.main(["check", "--resume", str(kept), "--json", "--out", str(tmp_path)]) == 1
     resumed = json.loads(capsys.readouterr().out)
     assert (resumed["distinct_states"], resumed["generated_states"], resumed["depth"]) == (expected.distinct, expected.generated, expected.depth)
