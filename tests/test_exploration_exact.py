@@ -1,8 +1,9 @@
 """The explorer's reductions lose nothing: compared with a naive search over model.cluster.
 
-The interned system collects inert messages, blanks fields no enabled action reads, and merges
-states equal up to renaming nodes. None of that may change which node states and histories
-are reachable, or what the safety properties say about them.
+The interned system collects inert messages, blanks fields no enabled action reads, merges
+states equal up to renaming nodes, and (with no bound on messages in flight) does not explore
+losses apart. None of that may change which node states and histories are reachable, what the
+safety properties say about them, or how long each shortest counterexample is.
 """
 
 import msgspec
@@ -25,16 +26,20 @@ SCENARIOS = {
         None,
     ),
 }
-NO_LIMIT = 64  # never binds: without duplication or retries these scenarios keep few messages in flight
+NO_LIMIT = 64  # a bound that never binds: losses are explored as steps of their own
 
 
-def naive_projections(config: ClusterConfig, faults: Bounds, max_epoch: int, max_elections: int | None) -> set:
-    """Breadth-first search over ClusterState itself: (nodes with dead fields blanked, history)."""
+def naive_search(config: ClusterConfig, faults: Bounds, max_epoch: int, max_elections: int | None) -> tuple[set, dict[str, int]]:
+    """Breadth-first search over ClusterState itself, every loss a step: (nodes with dead fields
+    blanked, history) of every reachable state, and the depth each property is first violated at."""
     cluster = Cluster(config, faults)
     blank = {f: frozenset() for f in dead_fields(faults)}
     start = cluster.initial()
-    seen, frontier = {start}, [start]
+    seen, frontier, first_violated, depth = {start}, [start], {}, 0
     while frontier:
+        for state in frontier:
+            for violation in properties.violations(cluster, state):
+                first_violated.setdefault(violation.rule, depth)
         following = []
         for state in frontier:
             for action in cluster.enabled(state):
@@ -45,15 +50,17 @@ def naive_projections(config: ClusterConfig, faults: Bounds, max_epoch: int, max
                 if successor not in seen:
                     seen.add(successor)
                     following.append(successor)
-        frontier = following
-    return {(tuple(msgspec.structs.replace(n, **blank) for n in s.nodes), s.history) for s in seen}
+        frontier, depth = following, depth + 1
+    return {(tuple(msgspec.structs.replace(n, **blank) for n in s.nodes), s.history) for s in seen}, first_violated
 
 
+@pytest.mark.parametrize("max_in_flight", [NO_LIMIT, None], ids=["losses-explored", "no-bound"])
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_reduced_exploration_reaches_exactly_the_naive_node_states_and_histories(name):
+def test_reduced_exploration_reaches_exactly_the_naive_node_states_and_histories(name, max_in_flight):
     config, faults, max_epoch, max_elections = SCENARIOS[name]
-    expected = naive_projections(config, faults, max_epoch, max_elections)
-    system = KraftSystem(config, faults, max_epoch=max_epoch, max_in_flight=NO_LIMIT, max_elections=max_elections, symmetry=False)
+    expected, _ = naive_search(config, faults, max_epoch, max_elections)
+    system = KraftSystem(config, faults, max_epoch=max_epoch, max_in_flight=max_in_flight, max_elections=max_elections, symmetry=False)
+    assert system.drops == (faults.loss and max_in_flight is not None)
     result = explore(system, keep_going=True)
     assert result.complete
     reached = set()
@@ -126,3 +133,25 @@ def test_renaming_commutes_with_every_transition_but_resignation():
             checked += 1
             state = after
     assert checked == 30 * 120
+
+
+# Broken model variants whose bugs show under message loss: (cluster, faults, max epoch, max elections).
+BROKEN = {
+    "faulty-forget-vote": (ClusterConfig(voters=(1, 2), profile="faulty-forget-vote"), Bounds(client_values=0, max_crashes=1, retries=False, progress_timeouts=False), 2, None),
+    "faulty-truncate-to-hw": (ClusterConfig(voters=(1, 2), profile="faulty-truncate-to-hw"), Bounds(client_values=1, max_crashes=1, retries=False, progress_timeouts=False), 2, 2),
+}
+
+
+@pytest.mark.parametrize("name", BROKEN)
+def test_without_a_bound_every_shortest_counterexample_is_as_short_as_with_losses_explored(name):
+    """Each property the naive search (losses as steps) finds violated is found by the reduced
+    search (no losses, symmetry) with a counterexample exactly as long, and no other."""
+    config, faults, max_epoch, max_elections = BROKEN[name]
+    _, first_violated = naive_search(config, faults, max_epoch, max_elections)
+    assert first_violated, "the variant must break a property under these bounds"
+    system = KraftSystem(config, faults, max_epoch=max_epoch, max_in_flight=None, max_elections=max_elections, symmetry=True)
+    assert not system.drops
+    result = explore(system, keep_going=True)
+    assert result.complete
+    assert {c.violation.rule: len(c.path) - 1 for c in result.counterexamples} == first_violated
+    assert all(action[0] != "drop" for c in result.counterexamples for action, _ in c.path[1:])

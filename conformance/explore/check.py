@@ -30,7 +30,7 @@ def system_for(config: CheckConfig | IsrCheckConfig) -> KraftSystem | IsrSystem:
         config.cluster(),
         config.faults(),
         max_epoch=config.max_epoch,
-        max_in_flight=config.max_in_flight,
+        max_in_flight=config.max_in_flight or None,
         max_elections=config.max_elections,
         symmetry=config.symmetry,
     )

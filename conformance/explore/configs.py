@@ -37,7 +37,7 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     client_values: int = 1
     max_epoch: int = 2
     max_elections: int | None = None  # candidacies in a whole run (the TLA+ spec's MaxElections)
-    max_in_flight: int = 4
+    max_in_flight: int = 4  # messages in flight at once; 0 = no bound
     fetch_max_records: int = 0  # records per Fetch response; 0 = all
     max_crashes: int = 0
     loss: bool = True
@@ -50,9 +50,8 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     def __post_init__(self) -> None:
         check_bound("voters", self.voters, 1, MAX_NODES)
         check_bound("observers", self.observers, 0, MAX_NODES)
-        for name in ("max_epoch", "max_in_flight"):
-            check_bound(name, getattr(self, name), 1)
-        for name in ("client_values", "max_crashes", "fetch_max_records"):
+        check_bound("max_epoch", self.max_epoch, 1)
+        for name in ("client_values", "max_crashes", "fetch_max_records", "max_in_flight"):
             check_bound(name, getattr(self, name), 0)
         if self.max_elections is not None:
             check_bound("max_elections", self.max_elections, 1)  # a run starts without a leader

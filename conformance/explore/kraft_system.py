@@ -9,6 +9,7 @@ are model.cluster's and model.node's: this module only chooses how states are st
 
 import hashlib
 import itertools
+import sys
 from array import array
 from collections.abc import Iterable, Iterator
 
@@ -110,15 +111,24 @@ def dead_fields(faults: Bounds) -> tuple[str, ...]:
 
 
 class KraftSystem:
-    """A cluster under exploration bounds: max epoch, max messages in flight, faults, symmetry."""
+    """A cluster under exploration bounds: max epoch, max messages in flight (None: no bound), faults, symmetry.
+
+    Without a bound on messages in flight, losses are not explored as steps of their own: a lost
+    message is one never delivered, and keeping it in flight disables nothing (node actions never
+    read the network, no safety property reads it, and there is no bound it could fill). Every
+    node state and history reachable with losses is reachable without them, at no greater depth,
+    so every verdict and every shortest counterexample's length stays (tests/test_exploration_exact.py).
+    """
 
     def __init__(
-        self, config: ClusterConfig, faults: Bounds, *, max_epoch: int, max_in_flight: int, max_elections: int | None = None, symmetry: bool = True
+        self, config: ClusterConfig, faults: Bounds, *, max_epoch: int, max_in_flight: int | None, max_elections: int | None = None, symmetry: bool = True
     ) -> None:
         self.cluster = Cluster(config, faults)
         self.faults = faults
         self.max_epoch = max_epoch
         self.max_in_flight = max_in_flight
+        self.capacity = sys.maxsize if max_in_flight is None else max_in_flight
+        self.drops = faults.loss and max_in_flight is not None
         self.max_elections = max_elections
         # Renaming nodes is exact only while every rule treats nodes alike; resignation breaks
         # PreferredSuccessors ties by node id, so it turns symmetry off.
@@ -129,7 +139,7 @@ class KraftSystem:
             raise ConfigError(
                 f"symmetry reduction supports at most {MAX_SYMMETRIC_NODES} nodes (voters and observers), got {self.size}; use --no-symmetry for a larger cluster"
             )
-        if max_in_flight < voters - 1:  # a candidate sends a Vote request to every other voter at once
+        if self.capacity < voters - 1:  # a candidate sends a Vote request to every other voter at once
             raise ConfigError(f"max_in_flight must be at least {voters - 1} for {voters} voters, so that an election fits, got {max_in_flight}")
         self.dead_fields = dead_fields(faults)
         self.nodes = Interned(NodeState)
@@ -162,8 +172,8 @@ class KraftSystem:
         if moves is None:
             moves = self._moves[prefix] = ({}, self._node_moves(prefix))
         deliveries, node_moves = moves
-        room = self.max_in_flight - len(bag)
-        faults = self.faults
+        room = self.capacity - len(bag)
+        duplication, drops = self.faults.duplication, self.drops
         previous = -1
         for at, message_id in enumerate(bag):
             if message_id == previous:
@@ -176,9 +186,9 @@ class KraftSystem:
             if move is not None:
                 if move[2] <= room + 1:
                     yield ("deliver", message_id), self._after(move, rest)
-                if faults.duplication and move[2] <= room:
+                if duplication and move[2] <= room:
                     yield ("duplicate", message_id), self._after(move, bag)
-            if faults.loss:
+            if drops:
                 yield ("drop", message_id), prefix + rest
         for key, move in node_moves:
             if move[2] <= room:
@@ -333,7 +343,7 @@ class KraftSystem:
             sent = tuple(self.messages.id(e) for e in outgoing(node_id, event, transition))
             stepped = self._steps[step_key] = (after, sent, transition.state.epoch > self.max_epoch)
         after, sent, beyond = stepped
-        if beyond or len(sent) > self.max_in_flight:
+        if beyond or len(sent) > self.capacity:
             return None
         history_id = prefix[self.size]
         charge = type(action) if type(action) in (Append, CrashNode) else None
