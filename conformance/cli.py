@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--profile", help=f"model profile ({profiles_help})")
     check.add_argument("--client-values", type=int, help="client appends allowed, 0 or more")
     check.add_argument("--max-epoch", type=int, help="largest epoch any node may reach, at least 1")
-    check.add_argument("--max-in-flight", type=int, help="most messages in flight at once: 0 for no bound (then a lost message is one never delivered, and losses are not explored apart), else at least 1 and at least voters - 1 (a candidate sends a Vote to every other voter at once)")
+    check.add_argument("--max-in-flight", type=int, help="most messages in flight at once: 0 for no bound (then a lost message is one never delivered, and losses are not explored apart; duplication and re-sends must be off), else at least 1 and at least voters - 1 (a candidate sends a Vote to every other voter at once)")
     check.add_argument("--crashes", type=int, help="crashes allowed (each crashed node may restart), 0 or more")
     check.add_argument("--max-elections", type=int, help="candidacies allowed in a whole run, at least 1 (built-in default: unbounded); ISR system: leader elections, 0 or more")
     check.add_argument("--fetch-max-records", type=int, help="most records per Fetch response, 0 or more (0 = all)")

@@ -48,11 +48,11 @@ def test_tlc_kraft_if4_is_exhausted_with_all_properties_holding():
     assert (result.distinct, result.generated, result.depth) == PINNED["tlc-kraft-if4"]
 
 
-@pytest.mark.parametrize("max_in_flight, distinct", [(4, 111_147), (6, 146_552), (8, 146_552)])
+@pytest.mark.parametrize("max_in_flight, distinct", [(4, 111_147), (6, 146_552), (8, 146_552), (0, 146_552)])
 def test_the_in_flight_bound_stops_binding_under_the_tla_specifications_semantics(max_in_flight, distinct):
     """2 voters, 4 elections, no loss, no LeaderChange record (as the public TLA+ specification
-    has it): the bound binds at 4, and no longer at 6 (the same count at 8), so at 6 this is the
-    matched configuration of the README's comparison with TLC."""
+    has it): the bound binds at 4, and no longer at 6 (the same count at 8 and with no bound at
+    all), so this is the matched configuration of the README's comparison with TLC."""
     config = resolve("tlc-kraft-if4", {"voters": 2, "max_elections": 4, "max_epoch": 4, "loss": False, "profile": "faulty-no-leader-change", "max_in_flight": max_in_flight})
     result = explore(system_for(config))
     assert result.complete and not result.counterexamples

@@ -89,6 +89,11 @@ def summary_table(data: dict) -> str:
         ("distinct states/s", f"{data['distinct_per_s']:,}"),
         ("symmetry reduction", "on" if data["symmetry"] else "off"),
     ]
+    bounds = data["bounds"]
+    if "max_in_flight" in bounds:  # a KRaft configuration
+        rows.append(("messages in flight", f"at most {bounds['max_in_flight']}" if bounds["max_in_flight"] else "no bound"))
+        if bounds["loss"]:
+            rows.append(("message loss", "on" if bounds["max_in_flight"] else "on: a lost message is one never delivered (not explored apart)"))
     properties = [(rule, verdict) for rule, verdict in data["properties"].items()]
     return tabulate(rows, tablefmt="simple") + "\n\n" + tabulate(properties, headers=("property", "verdict"), tablefmt="simple")
 

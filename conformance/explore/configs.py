@@ -55,6 +55,9 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
             check_bound(name, getattr(self, name), 0)
         if self.max_elections is not None:
             check_bound("max_elections", self.max_elections, 1)  # a run starts without a leader
+        if self.max_in_flight == 0 and (self.duplication or self.retries):
+            # each duplicate delivery or re-send adds a message, so the space would have no end
+            raise ConfigError("max_in_flight 0 (no bound) needs duplication and retries off: each duplicate delivery or re-send adds a message in flight")
 
     def cluster(self) -> ClusterConfig:
         """Voters are numbered 1..N, observers N+1..N+M."""
