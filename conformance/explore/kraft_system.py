@@ -48,6 +48,13 @@ MAX_SYMMETRIC_NODES = 6
 
 UNKNOWN = object()  # a cache entry not computed yet (None is a computed "out of bounds")
 
+# The caches keyed by what grows with the state space (node configurations with a history, bags
+# of messages) are emptied when full, so a long search's memory is its table and frontier, not
+# its caches. Measured on tlc-kraft's first 2.3M states: the bags of one renaming reach 2**16
+# every few hundred thousand states, and emptying costs ~7 % more time for ~200 MiB less memory.
+MOVES_CACHED = 2**15  # (node states, history) prefixes
+BAGS_CACHED = 2**16  # bags a renaming
+
 
 def stable_fingerprint(value: object) -> int:
     """A 64-bit fingerprint that is the same in every process (unlike hash() of strings)."""
@@ -172,6 +179,8 @@ class KraftSystem:
         bag = state[size + 1 :]
         moves = self._moves.get(prefix)
         if moves is None:
+            if len(self._moves) >= MOVES_CACHED:
+                self._moves.clear()
             moves = self._moves[prefix] = ({}, self._node_moves(prefix))
         deliveries, node_moves = moves
         room = self.capacity - len(bag)
@@ -221,6 +230,8 @@ class KraftSystem:
                 history_fp = self._renamed_fp(index, "history", history_id)
             message_fps = bags.get(bag)
             if message_fps is None:
+                if len(bags) >= BAGS_CACHED:
+                    bags.clear()
                 message_fps = bags[bag] = tuple(sorted(self._renamed_fp(index, "message", m) for m in bag))
             fp = hash((node_fps, history_fp, message_fps))
             if best is None or fp < best:
