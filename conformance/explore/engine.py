@@ -32,10 +32,6 @@ class Violation(NamedTuple):
 class System(Protocol):
     """What the engine explores."""
 
-    # True when every state is a tuple of ints in 0..2**32 - 1: a level in memory then keeps its
-    # states as one run of 4-byte ints (about a third of the tuples' memory).
-    flat_states: bool
-
     def initial_states(self) -> list: ...
 
     def successors(self, state) -> Iterable[tuple[object, object]]:

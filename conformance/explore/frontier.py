@@ -1,5 +1,4 @@
-"""A level's states in the order they were found: in memory (a list, or one run of 4-byte ints
-where the system's states are tuples of ids), or a file of packed chunks.
+"""A level's states in the order they were found: a list in memory, or a file of packed chunks.
 
 On disk a level is a run of frames (an 8-byte length, then msgpack): each frame holds a chunk of
 states as the system packs them (System.pack), with the shared parts those states refer to
@@ -7,7 +6,6 @@ appended once each to a parts log beside it, so that another process (a resumed 
 learn the parts and read the level back. A level file is complete once closed (flushed and synced).
 """
 
-import itertools
 import os
 import struct
 from array import array
@@ -84,18 +82,11 @@ class Level:
         self.states: list = []
         self.count = 0
         self.out = open(path, "wb") if path is not None else None
-        # In memory, flat states are kept as their ints end to end and each state's length.
-        self.flat = array("I") if path is None and system.flat_states else None
-        self.lengths = array("H")
 
     def extend(self, fps: list[int], states: list) -> None:
         self.fps.extend(fps)
-        self.count += len(states)
-        if self.flat is not None:
-            self.flat.extend(itertools.chain.from_iterable(states))
-            self.lengths.extend(map(len, states))
-            return
         self.states += states
+        self.count += len(states)
         if self.out is not None and len(self.states) >= CHUNK:
             self._spill()
 
@@ -121,12 +112,6 @@ class Level:
         return self.count
 
     def __iter__(self) -> Iterator[tuple[int, object]]:
-        if self.flat is not None:
-            flat, at = self.flat, 0
-            for fp, length in zip(self.fps, self.lengths):
-                yield fp, tuple(flat[at : at + length])
-                at += length
-            return
         if self.path is None:
             yield from zip(self.fps, self.states)
             return
@@ -139,8 +124,6 @@ class Level:
     def discard(self) -> None:
         """Free the level: its memory, or its file."""
         self.fps, self.states = array("q"), []
-        if self.flat is not None:
-            self.flat, self.lengths = array("I"), array("H")
         if self.path is not None:
             self.path.unlink(missing_ok=True)
 
@@ -148,7 +131,7 @@ class Level:
     def reopen(cls, system: "System", path: Path) -> "Level":
         """A level closed before, by this process or another (whose parts log it has learned)."""
         level = cls(system)
-        level.path, level.flat = path, None  # read back from its file
+        level.path = path
         level.count = 0
         for _end, payload in read_frames(path):  # every frame decoded once: a damaged one is found now, not midway
             fps, packed = msgspec.msgpack.decode(payload, type=tuple[bytes, list[bytes]])

@@ -28,7 +28,6 @@ class IsrSystem:
     """A partition under exploration bounds."""
 
     symmetry = False
-    flat_states = False  # a state is a model.isr struct
 
     def __init__(self, config: PartitionConfig, bounds: IsrBounds) -> None:
         self.partition = Partition(config, bounds)

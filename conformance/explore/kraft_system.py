@@ -127,8 +127,6 @@ class KraftSystem:
     so every verdict and every shortest counterexample's length stays (tests/test_exploration_exact.py).
     """
 
-    flat_states = True  # a state is a tuple of interned ids
-
     def __init__(
         self, config: ClusterConfig, faults: Bounds, *, max_epoch: int, max_in_flight: int | None, max_elections: int | None = None, symmetry: bool = True
     ) -> None:
