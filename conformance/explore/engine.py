@@ -37,6 +37,10 @@ class System(Protocol):
     def successors(self, state) -> Iterable[tuple[object, object]]:
         """Every (action, next state) within the system's bounds, in a deterministic order."""
 
+    def expand(self, state) -> tuple[list, list[int], list[int], list]:
+        """successors() as four lists, what the hot loops take: actions, fingerprints, shard keys
+        (equal for states that are the same up to symmetry; any int for an unsharded system), states."""
+
     def fingerprint(self, state) -> int:
         """Equal for states that are the same up to symmetry; the same in every process."""
 
@@ -162,7 +166,7 @@ def explore(
         visited = space.visited
         next_report = time.perf_counter() + progress_every
         stopped = None
-        successors, fingerprint = system.successors, system.fingerprint
+        expand = system.expand
         while len(frontier) and not (findings and not keep_going):
             stopped = limit_reached(len(visited), max_states, start, max_seconds)
             if stopped:
@@ -170,10 +174,10 @@ def explore(
             builder = space.builder(depth + 1)
             fps, parents, states = builder.fps, builder.parents, builder.states
             for parent_fp, state in frontier:
-                for _action, successor in successors(state):  # Builder.offer, inlined: the hot loop
-                    fps.append(fingerprint(successor))
-                    parents.append(parent_fp)
-                    states.append(successor)
+                _actions, found_fps, _shards, found = expand(state)  # Builder.offer, inlined: the hot loop
+                fps += found_fps
+                parents += [parent_fp] * len(found)
+                states += found
                 if len(fps) >= BATCH:
                     builder.flush()
                 if progress and time.perf_counter() >= next_report:

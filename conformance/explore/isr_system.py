@@ -42,6 +42,14 @@ class IsrSystem:
         for action in self.partition.enabled(state):
             yield action, self.partition.apply(state, action).state
 
+    def expand(self, state: PartitionState) -> tuple[list[Action], list[int], list[int], list[PartitionState]]:
+        actions, states = [], []
+        for action, successor in self.successors(state):
+            actions.append(action)
+            states.append(successor)
+        fps = [stable_fingerprint(s) for s in states]
+        return actions, fps, fps, states
+
     def fingerprint(self, state: PartitionState) -> int:
         return stable_fingerprint(state)
 

@@ -48,13 +48,9 @@ MAX_SYMMETRIC_NODES = 6
 
 UNKNOWN = object()  # a cache entry not computed yet (None is a computed "out of bounds")
 
-# The caches keyed by what grows with the state space (node configurations with a history, bags
-# of messages) are emptied when full, so a long search's memory is its table and frontier, not
-# its caches. Measured on tlc-kraft's first 2.3M states: the bags of one renaming reach 2**16
-# every few hundred thousand states, and emptying costs 4-7 % more CPU time for ~200 MiB less
-# memory (on a whole tlc-kraft run on disk: 2.1 GB instead of 7.0 GB for the process tree).
-MOVES_CACHED = 2**15  # (node states, history) prefixes
-BAGS_CACHED = 2**16  # bags a renaming
+# The caches keyed by (node states, history) prefixes, which grow with the state space, are
+# emptied when full, so a long search's memory is its table and frontier, not its caches.
+MOVES_CACHED = 2**15  # prefixes
 
 
 def stable_fingerprint(value: object) -> int:
@@ -160,6 +156,7 @@ class KraftSystem:
         self._signatures: dict[int, tuple] = {}
         self._inert_below: dict[int, tuple[int, int]] = {}
         self._orders: dict[tuple[int, ...], list] = {}
+        self._canonical: dict[tuple[int, ...], tuple[int, int, list]] = {}
         self._permutations: dict[tuple[int, ...], int] = {}
         self._renaming: list[tuple[dict, dict, dict]] = []
         self._groups = (range(voters), range(voters, voters + observers))
@@ -172,6 +169,12 @@ class KraftSystem:
         return [self.encode(self.cluster.initial())]
 
     def successors(self, state: tuple[int, ...]) -> Iterator[tuple[tuple, tuple[int, ...]]]:
+        keys, _fps, _shards, states = self.expand(state)
+        return zip(keys, states)
+
+    def expand(self, state: tuple[int, ...]) -> tuple[list[tuple], list[int], list[int], list[tuple[int, ...]]]:
+        """Every successor within the bounds, in a deterministic order, as four lists: action keys,
+        fingerprints, shard keys (see fingerprint_and_shard) and states: what the engines' hot loops take."""
         size = self.size
         prefix = state[: size + 1]
         bag = state[size + 1 :]
@@ -179,10 +182,12 @@ class KraftSystem:
         if moves is None:
             if len(self._moves) >= MOVES_CACHED:
                 self._moves.clear()
-            moves = self._moves[prefix] = ({}, self._node_moves(prefix))
-        deliveries, node_moves = moves
+            drop = (prefix, (), 0, False, self._canonical_of(prefix))  # a loss: a move that changes nothing
+            moves = self._moves[prefix] = ({}, self._node_moves(prefix), drop)
+        deliveries, node_moves, drop = moves
         room = self.capacity - len(bag)
         duplication, drops = self.faults.duplication, self.drops
+        steps = []  # (action key, move, the bag it leaves behind)
         previous = -1
         for at, message_id in enumerate(bag):
             if message_id == previous:
@@ -194,14 +199,34 @@ class KraftSystem:
                 move = deliveries[message_id] = self._move(prefix, ("deliver", message_id))
             if move is not None:
                 if move[2] <= room + 1:
-                    yield ("deliver", message_id), self._after(move, rest)
+                    steps.append((("deliver", message_id), move, rest))
                 if duplication and move[2] <= room:
-                    yield ("duplicate", message_id), self._after(move, bag)
+                    steps.append((("duplicate", message_id), move, bag))
             if drops:
-                yield ("drop", message_id), prefix + rest
-        for key, move in node_moves:
-            if move[2] <= room:
-                yield key, self._after(move, bag)
+                steps.append((("drop", message_id), drop, rest))
+        steps += [(key, move, bag) for key, move in node_moves if move[2] <= room]
+        # Where each step leads, inlined (the hot loop): every state's bag is live already (see
+        # _live), and only a node whose epoch changed can make a message inert, so the bag is
+        # filtered only then; the move's own messages were filtered, and its prefix's canonical
+        # renaming found, once, when the move was made.
+        fps, shards, states = [], [], []
+        order = self.messages.fps.__getitem__
+        for _key, (after, sent, _count, epoch_changed, (prefix_fp, history_fp, renamings)), left in steps:
+            if epoch_changed:
+                left = self._live(left, after)
+            if sent:
+                left = tuple(sorted(left + sent, key=order))
+            if len(renamings) == 1:
+                try:
+                    bag_fp = sum(map(renamings[0][1].__getitem__, left))
+                except KeyError:
+                    bag_fp = self._bag_fp(renamings, left)
+            else:
+                bag_fp = self._bag_fp(renamings, left)
+            fps.append(hash((prefix_fp, bag_fp)))
+            shards.append(history_fp)
+            states.append(after + left)
+        return [step[0] for step in steps], fps, shards, states
 
     def fingerprint(self, state: tuple[int, ...]) -> int:
         return self.fingerprint_and_shard(state)[0]
@@ -210,31 +235,11 @@ class KraftSystem:
         """The state's fingerprint, and its history's: a shard key most successors share.
 
         Both are taken from the canonical renaming, so states equal up to symmetry get the
-        same pair wherever they are found.
+        same pair wherever they are found (see _canonical_prefix).
         """
         size = self.size
-        if not self.symmetry:
-            node_fps = self.nodes.fps
-            message_fps = self.messages.fps
-            history_fp = self.histories.fps[state[size]]
-            return hash((tuple(node_fps[n] for n in state[:size]), history_fp, tuple(message_fps[m] for m in state[size + 1 :]))), history_fp
-        history_id = state[size]
-        bag = state[size + 1 :]
-        best = None
-        best_history = 0
-        for index, node_fps, histories, bags in self._renamings(state[:size]):
-            history_fp = histories.get(history_id)
-            if history_fp is None:
-                history_fp = self._renamed_fp(index, "history", history_id)
-            message_fps = bags.get(bag)
-            if message_fps is None:
-                if len(bags) >= BAGS_CACHED:
-                    bags.clear()
-                message_fps = bags[bag] = tuple(sorted(self._renamed_fp(index, "message", m) for m in bag))
-            fp = hash((node_fps, history_fp, message_fps))
-            if best is None or fp < best:
-                best, best_history = fp, history_fp
-        return best, best_history
+        prefix_fp, history_fp, renamings = self._canonical_of(state[: size + 1])
+        return hash((prefix_fp, self._bag_fp(renamings, state[size + 1 :]))), history_fp
 
     def violations(self, state: tuple[int, ...]) -> tuple[Violation, ...]:
         key = state[: self.size + 1]
@@ -331,10 +336,11 @@ class KraftSystem:
                     found.append((("node", action), move))
         return found
 
-    def _move(self, prefix: tuple[int, ...], key: tuple) -> tuple[tuple[int, ...], tuple[int, ...], int, bool] | None:
+    def _move(self, prefix: tuple[int, ...], key: tuple) -> tuple[tuple[int, ...], tuple[int, ...], int, bool, tuple] | None:
         """What one node event does to a (node ids, history id) prefix, whatever is in flight:
         (next prefix, the messages sent that are live there in bag order, how many were sent, whether
-        the node's epoch changed), or None when the event leaves the bounds."""
+        the node's epoch changed, the next prefix's canonical renaming), or None when the event
+        leaves the bounds."""
         kind, what = key
         if kind == "deliver":
             envelope = self.messages.values[what]
@@ -374,21 +380,20 @@ class KraftSystem:
         node_ids = prefix[:position] + (after,) + prefix[position + 1 : self.size]
         live = self._live(tuple(sorted(sent, key=self.messages.fps.__getitem__)), node_ids)
         epoch_changed = self.nodes.values[after].epoch != self.nodes.values[before].epoch
-        return node_ids + (next_history,), live, len(sent), epoch_changed
+        next_prefix = node_ids + (next_history,)
+        return next_prefix, live, len(sent), epoch_changed, self._canonical_of(next_prefix)
 
-    def _after(self, move: tuple, bag: tuple[int, ...]) -> tuple[int, ...]:
-        """The state a move leads to from a bag of messages in flight.
-
-        Every state's bag is live already (see _live), and only a node whose epoch changed can make
-        a message inert, so the bag is filtered only then; the move's own messages were filtered
-        once, when the move was made.
-        """
-        prefix, sent, _count, epoch_changed = move
-        if epoch_changed:
-            bag = self._live(bag, prefix)
-        if sent:
-            bag = tuple(sorted(bag + sent, key=self.messages.fps.__getitem__))
-        return prefix + bag
+    def _bag_fp(self, renamings: list[tuple[int, dict]], bag: tuple[int, ...]) -> int:
+        """The fingerprint of a bag of messages under the canonical renamings (see _canonical_prefix)."""
+        best = None
+        for index, message_fps in renamings:
+            try:
+                total = sum(map(message_fps.__getitem__, bag))
+            except KeyError:
+                total = sum(self._renamed_fp(index, "message", m) for m in bag)
+            if best is None or total < best:
+                best = total
+        return best
 
     def _live(self, bag: tuple[int, ...], node_ids: tuple[int, ...]) -> tuple[int, ...]:
         """The bag without inert messages: responses that can no longer change anything.
@@ -432,18 +437,48 @@ class KraftSystem:
             found = self._signatures[node_id] = (n.role, n.epoch, n.high_watermark, log, n.voted_id == -1, n.leader_id == -1)
         return found
 
-    def _renamings(self, node_ids: tuple[int, ...]) -> list[tuple[int, tuple[int, ...], dict, dict]]:
+    def _canonical_of(self, prefix: tuple[int, ...]) -> tuple[int, int, list[tuple[int, dict]]]:
+        found = self._canonical.get(prefix)
+        if found is None:
+            if len(self._canonical) >= MOVES_CACHED:
+                self._canonical.clear()
+            found = self._canonical[prefix] = self._canonical_prefix(prefix)
+        return found
+
+    def _canonical_prefix(self, prefix: tuple[int, ...]) -> tuple[int, int, list[tuple[int, dict]]]:
+        """A (node states, history) prefix's canonical fingerprint, its history's, and the renamings that give it,
+        each with its cache of renamed message fingerprints.
+
+        A state's canonical form is the smallest of its renamings as (node fingerprints, history
+        fingerprint, bag fingerprint), a bag's fingerprint being the sum of its messages': the
+        prefix decides it alone unless some renamings tie on the prefix (a prefix with
+        interchangeable nodes), and only those have their bags compared.
+        """
+        history_id = prefix[self.size]
+        best, ties = None, []
+        for index, node_fps, bags in self._renamings(prefix[: self.size]):
+            key = (node_fps, self._renamed_fp(index, "history", history_id))
+            if best is None or key < best:
+                best, ties = key, [(index, bags)]
+            elif key == best:
+                ties.append((index, bags))
+        return hash(best), best[1], ties
+
+    def _renamings(self, node_ids: tuple[int, ...]) -> list[tuple[int, tuple[int, ...], dict]]:
         """For a tuple of node states, per canonical order: (permutation index, renamed node fingerprints,
-        and that renaming's caches of renamed history fingerprints and of renamed bags' sorted message fingerprints).
+        that renaming's cache of renamed message fingerprints). Without symmetry, the identity alone.
 
         A canonical order sorts each interchangeable group by signature; tied nodes are tried in
-        every order (hence MAX_SYMMETRIC_NODES), and the smallest resulting fingerprint is the state's.
+        every order (hence MAX_SYMMETRIC_NODES).
         """
         found = self._orders.get(node_ids)
         if found is not None:
             return found
         per_group = []
         for group in self._groups:
+            if not self.symmetry:
+                per_group.append([tuple(group)])
+                continue
             ranked = sorted(group, key=lambda p: self._signature(node_ids[p]))
             tied = [tuple(g) for _, g in itertools.groupby(ranked, key=lambda p: self._signature(node_ids[p]))]
             per_group.append([tuple(itertools.chain.from_iterable(c)) for c in itertools.product(*(itertools.permutations(t) for t in tied))])
@@ -452,8 +487,7 @@ class KraftSystem:
             order = tuple(itertools.chain.from_iterable(parts))  # new slot i holds old slot order[i]
             index = self._permutation_index(tuple(order.index(old) for old in range(self.size)))
             node_fps = tuple(self._renamed_fp(index, "node", node_ids[old]) for old in order)
-            caches = self._renaming[index][2]
-            found.append((index, node_fps, caches["history"], caches["bag"]))
+            found.append((index, node_fps, self._renaming[index][2]["message"]))
         self._orders[node_ids] = found
         return found
 
@@ -464,7 +498,7 @@ class KraftSystem:
             index = self._permutations[position] = len(self._renaming)
             ids = self.cluster.ids
             names = {ids[old]: ids[new] for old, new in enumerate(position)}
-            self._renaming.append((dict(enumerate(position)), names, {"node": {}, "history": {}, "message": {}, "bag": {}}))
+            self._renaming.append((dict(enumerate(position)), names, {"node": {}, "history": {}, "message": {}}))
         return index
 
     def _renamed_fp(self, index: int, kind: str, value_id: int) -> int:

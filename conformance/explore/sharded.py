@@ -94,9 +94,9 @@ class Worker:
         generated = 0
         outgoing: list[dict[int, tuple[int, tuple]]] = [{} for _ in range(count)]
         for parent_fp, state in self.frontier:
-            for _action, successor in system.successors(state):
-                generated += 1
-                fp, shard = system.fingerprint_and_shard(successor)
+            _actions, found_fps, shards, found = system.expand(state)
+            generated += len(found)
+            for fp, shard, successor in zip(found_fps, shards, found):
                 owner = shard % count
                 if owner == index:
                     fps.append(fp)

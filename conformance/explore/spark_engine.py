@@ -90,8 +90,8 @@ def _expand(making: tuple, order: type, partitions: int, records: Iterable[tuple
     system = built(making)
     best: dict[int, list] = {}
     for parent, parent_order, packed in states_of(system, records):
-        for index, (_action, successor) in enumerate(system.successors(system.unpack(packed))):
-            fp = system.fingerprint(successor)
+        _actions, fps, _shards, successors = system.expand(system.unpack(packed))
+        for index, (fp, successor) in enumerate(zip(fps, successors)):
             mine = order.successor(parent, parent_order, index)
             held = best.get(fp)
             if held is None:
