@@ -14,14 +14,16 @@ An interrupt (Ctrl-C, or SIGTERM turned into one) ends a search with SearchInter
 KeyboardInterrupt for callers that do not look, carrying the counts so far.
 """
 
+import contextlib
+import gc
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
 import msgspec
 
-from conformance.explore.workspace import BATCH, Checkpoint, Workspace, read_checkpoint
+from conformance.explore.workspace import Checkpoint, Workspace, read_checkpoint
 
 
 class Violation(NamedTuple):
@@ -39,7 +41,11 @@ class System(Protocol):
 
     def expand(self, state) -> tuple[list, list[int], list[int], list]:
         """successors() as four lists, what the hot loops take: actions, fingerprints, shard keys
-        (equal for states that are the same up to symmetry; any int for an unsharded system), states."""
+        (equal for states that are the same up to symmetry; any int for an unsharded system), and
+        handles that reach() turns into the states (built only for the states that are new)."""
+
+    def reach(self, handle) -> object:
+        """The state an expand() handle stands for."""
 
     def fingerprint(self, state) -> int:
         """Equal for states that are the same up to symmetry; the same in every process."""
@@ -96,6 +102,20 @@ class SearchInterrupted(KeyboardInterrupt):
         self.result = Result(distinct, generated, depth, seconds, False, [], interrupted=True)
 
 
+@contextlib.contextmanager
+def without_cycle_collection() -> Iterator[None]:
+    """A search allocates containers by the million and makes no reference cycles (measured: 697
+    cyclic objects left after 7.7M successors of tlc-kraft), so the cycle collector's passes over
+    them only cost time: a fifth of it. Reference counting still frees everything."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def limit_reached(distinct: int, max_states: int | None, started: float, max_seconds: float | None) -> str | None:
     """The limit a search has reached, checked as a level is about to start: every level before
     it is then complete, so the counts are those of a search bounded in depth."""
@@ -126,6 +146,7 @@ class Findings:
         return bool(self.best)
 
 
+@without_cycle_collection()
 def explore(
     system: System,
     *,
@@ -172,16 +193,13 @@ def explore(
             if stopped:
                 break
             builder = space.builder(depth + 1)
-            fps, parents, states = builder.fps, builder.parents, builder.states
+            builder.thaw = system.reach
+            add = builder.add
             for parent_fp, state in frontier:
-                _actions, found_fps, _shards, found = expand(state)  # Builder.offer, inlined: the hot loop
-                fps += found_fps
-                parents += [parent_fp] * len(found)
-                states += found
-                if len(fps) >= BATCH:
-                    builder.flush()
+                _actions, found_fps, _shards, found = expand(state)
+                add(parent_fp, found_fps, found)
                 if progress and time.perf_counter() >= next_report:
-                    progress(Progress(len(visited), generated + builder.generated + len(fps), depth + 1, len(builder.level), time.perf_counter() - start))
+                    progress(Progress(len(visited), generated + builder.generated + len(builder.states), depth + 1, len(builder.level), time.perf_counter() - start))
                     next_report = time.perf_counter() + progress_every
             level = builder.finish()
             generated += builder.generated

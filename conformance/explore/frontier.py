@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 if TYPE_CHECKING:  # the engine imports this module
+    import numpy as np
+
     from conformance.explore.engine import System
 
 CHUNK = 4096  # states a frame
@@ -83,8 +85,8 @@ class Level:
         self.count = 0
         self.out = open(path, "wb") if path is not None else None
 
-    def extend(self, fps: list[int], states: list) -> None:
-        self.fps.extend(fps)
+    def extend(self, fps: "np.ndarray", states: list) -> None:
+        self.fps.frombytes(fps.astype("<i8", copy=False).tobytes())
         self.states += states
         self.count += len(states)
         if self.out is not None and len(self.states) >= CHUNK:

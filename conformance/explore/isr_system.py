@@ -50,6 +50,9 @@ class IsrSystem:
         fps = [stable_fingerprint(s) for s in states]
         return actions, fps, fps, states
 
+    def reach(self, handle: PartitionState) -> PartitionState:
+        return handle  # expand() gives the states themselves
+
     def fingerprint(self, state: PartitionState) -> int:
         return stable_fingerprint(state)
 

@@ -169,12 +169,14 @@ class KraftSystem:
         return [self.encode(self.cluster.initial())]
 
     def successors(self, state: tuple[int, ...]) -> Iterator[tuple[tuple, tuple[int, ...]]]:
-        keys, _fps, _shards, states = self.expand(state)
-        return zip(keys, states)
+        keys, _fps, _shards, handles = self.expand(state)
+        return zip(keys, map(self.reach, handles))
 
-    def expand(self, state: tuple[int, ...]) -> tuple[list[tuple], list[int], list[int], list[tuple[int, ...]]]:
+    def expand(self, state: tuple[int, ...]) -> tuple[list[tuple], list[int], list[int], list[tuple]]:
         """Every successor within the bounds, in a deterministic order, as four lists: action keys,
-        fingerprints, shard keys (see fingerprint_and_shard) and states: what the engines' hot loops take."""
+        fingerprints, shard keys (see fingerprint_and_shard) and handles (see reach): what the
+        engines' hot loops take. Most successors have been seen before, so a successor's state is
+        built only when asked for; its fingerprint is found without it."""
         size = self.size
         prefix = state[: size + 1]
         bag = state[size + 1 :]
@@ -182,51 +184,68 @@ class KraftSystem:
         if moves is None:
             if len(self._moves) >= MOVES_CACHED:
                 self._moves.clear()
-            drop = (prefix, (), 0, False, self._canonical_of(prefix))  # a loss: a move that changes nothing
+            canonical = self._canonical_of(prefix)
+            drop = (prefix, (), 0, False, canonical, (0,) * len(canonical[2]))  # a loss: a move that changes no node
             moves = self._moves[prefix] = ({}, self._node_moves(prefix), drop)
         deliveries, node_moves, drop = moves
         room = self.capacity - len(bag)
         duplication, drops = self.faults.duplication, self.drops
-        steps = []  # (action key, move, the bag it leaves behind)
+        steps = []  # (action key, move, the place in the bag of the message it takes out, or -1)
         previous = -1
         for at, message_id in enumerate(bag):
             if message_id == previous:
                 continue
             previous = message_id
-            rest = bag[:at] + bag[at + 1 :]
             move = deliveries.get(message_id, UNKNOWN)
             if move is UNKNOWN:
                 move = deliveries[message_id] = self._move(prefix, ("deliver", message_id))
             if move is not None:
                 if move[2] <= room + 1:
-                    steps.append((("deliver", message_id), move, rest))
+                    steps.append((("deliver", message_id), move, at))
                 if duplication and move[2] <= room:
-                    steps.append((("duplicate", message_id), move, bag))
+                    steps.append((("duplicate", message_id), move, -1))
             if drops:
-                steps.append((("drop", message_id), drop, rest))
-        steps += [(key, move, bag) for key, move in node_moves if move[2] <= room]
-        # Where each step leads, inlined (the hot loop): every state's bag is live already (see
-        # _live), and only a node whose epoch changed can make a message inert, so the bag is
-        # filtered only then; the move's own messages were filtered, and its prefix's canonical
-        # renaming found, once, when the move was made.
-        fps, shards, states = [], [], []
-        order = self.messages.fps.__getitem__
-        for _key, (after, sent, _count, epoch_changed, (prefix_fp, history_fp, renamings)), left in steps:
-            if epoch_changed:
-                left = self._live(left, after)
-            if sent:
-                left = tuple(sorted(left + sent, key=order))
-            if len(renamings) == 1:
-                try:
-                    bag_fp = sum(map(renamings[0][1].__getitem__, left))
-                except KeyError:
-                    bag_fp = self._bag_fp(renamings, left)
+                steps.append((("drop", message_id), drop, at))
+        steps += [(key, move, -1) for key, move in node_moves if move[2] <= room]
+        # Each successor's fingerprint, inlined (the hot loop). A bag's fingerprint is a sum, so
+        # when no epoch changes (no message turns inert) and one renaming is canonical, it is the
+        # bag's sum under that renaming, less the message taken out, plus the move's messages.
+        fps, shards, handles = [], [], []
+        sums = {}  # renaming -> this bag's sum under it
+        for _key, move, at in steps:
+            (prefix_fp, history_fp, renamings), sent_sums = move[4], move[5]
+            handle = (state, move, at)
+            if move[3] or len(renamings) > 1:
+                fp = self.fingerprint_and_shard(self.reach(handle))[0]
             else:
-                bag_fp = self._bag_fp(renamings, left)
-            fps.append(hash((prefix_fp, bag_fp)))
+                index, message_fps = renamings[0]
+                total = sums.get(index)
+                if total is None:
+                    total = sums[index] = self._bag_fp(renamings, bag)  # fills message_fps with the bag's messages
+                if at >= 0:
+                    total -= message_fps[bag[at]]
+                fp = hash((prefix_fp, total + sent_sums[0]))
+            fps.append(fp)
             shards.append(history_fp)
-            states.append(after + left)
-        return [step[0] for step in steps], fps, shards, states
+            handles.append(handle)
+        return [step[0] for step in steps], fps, shards, handles
+
+    def reach(self, handle: tuple) -> tuple[int, ...]:
+        """The state an expand() handle stands for.
+
+        Every state's bag is live already (see _live), and only a node whose epoch changed can make
+        a message inert, so the bag is filtered only then; the move's own messages were filtered
+        once, when the move was made.
+        """
+        state, (after, sent, _count, epoch_changed, _canonical, _sent_sums), at = handle
+        bag = state[self.size + 1 :]
+        if at >= 0:
+            bag = bag[:at] + bag[at + 1 :]
+        if epoch_changed:
+            bag = self._live(bag, after)
+        if sent:
+            bag = tuple(sorted(bag + sent, key=self.messages.fps.__getitem__))
+        return after + bag
 
     def fingerprint(self, state: tuple[int, ...]) -> int:
         return self.fingerprint_and_shard(state)[0]
@@ -336,11 +355,11 @@ class KraftSystem:
                     found.append((("node", action), move))
         return found
 
-    def _move(self, prefix: tuple[int, ...], key: tuple) -> tuple[tuple[int, ...], tuple[int, ...], int, bool, tuple] | None:
+    def _move(self, prefix: tuple[int, ...], key: tuple) -> tuple[tuple[int, ...], tuple[int, ...], int, bool, tuple, tuple[int, ...]] | None:
         """What one node event does to a (node ids, history id) prefix, whatever is in flight:
         (next prefix, the messages sent that are live there in bag order, how many were sent, whether
-        the node's epoch changed, the next prefix's canonical renaming), or None when the event
-        leaves the bounds."""
+        the node's epoch changed, the next prefix's canonical renamings (_canonical_prefix), the sent
+        messages' fingerprint sum under each of them), or None when the event leaves the bounds."""
         kind, what = key
         if kind == "deliver":
             envelope = self.messages.values[what]
@@ -381,7 +400,9 @@ class KraftSystem:
         live = self._live(tuple(sorted(sent, key=self.messages.fps.__getitem__)), node_ids)
         epoch_changed = self.nodes.values[after].epoch != self.nodes.values[before].epoch
         next_prefix = node_ids + (next_history,)
-        return next_prefix, live, len(sent), epoch_changed, self._canonical_of(next_prefix)
+        canonical = self._canonical_of(next_prefix)
+        sent_sums = tuple(self._bag_fp([renaming], live) for renaming in canonical[2])
+        return next_prefix, live, len(sent), epoch_changed, canonical, sent_sums
 
     def _bag_fp(self, renamings: list[tuple[int, dict]], bag: tuple[int, ...]) -> int:
         """The fingerprint of a bag of messages under the canonical renamings (see _canonical_prefix)."""

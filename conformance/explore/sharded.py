@@ -29,9 +29,20 @@ from pathlib import Path
 import msgspec
 
 from adapters.process_lifetime import die_with_parent
-from conformance.explore.engine import Counterexample, Findings, Progress, Result, SearchInterrupted, Violation, checkpoint, limit_reached, shortest_path
+from conformance.explore.engine import (
+    Counterexample,
+    Findings,
+    Progress,
+    Result,
+    SearchInterrupted,
+    Violation,
+    checkpoint,
+    limit_reached,
+    shortest_path,
+    without_cycle_collection,
+)
 from conformance.explore.frontier import Level
-from conformance.explore.workspace import BATCH, Builder, ResumeError, Workspace, read_checkpoint, write_checkpoint
+from conformance.explore.workspace import Builder, ResumeError, Workspace, read_checkpoint, write_checkpoint
 from conformance.explore.kraft_system import KraftSystem
 from model.cluster import History
 from model.config import ConfigError
@@ -90,26 +101,25 @@ class Worker:
             self.previous = None
         system, index, count = self.system, self.index, self.count
         builder = self.builder = self.space.builder(depth)
-        fps, parents, states = builder.fps, builder.parents, builder.states
+        builder.thaw = system.reach
         generated = 0
         outgoing: list[dict[int, tuple[int, tuple]]] = [{} for _ in range(count)]
         for parent_fp, state in self.frontier:
             _actions, found_fps, shards, found = system.expand(state)
             generated += len(found)
+            fps, owned = [], []
             for fp, shard, successor in zip(found_fps, shards, found):
                 owner = shard % count
                 if owner == index:
                     fps.append(fp)
-                    parents.append(parent_fp)
-                    states.append(successor)
+                    owned.append(successor)
                 else:
                     held = outgoing[owner].get(fp)
                     if held is None or parent_fp < held[0]:
                         outgoing[owner][fp] = (parent_fp, successor)
-            if len(fps) >= BATCH:
-                builder.flush()
+            builder.add(parent_fp, fps, owned)
         builder.flush()
-        batches = [self.batch(owner, [(fp, p, s) for fp, (p, s) in states.items()]) if states else None for owner, states in enumerate(outgoing)]
+        batches = [self.batch(owner, [(fp, p, system.reach(h)) for fp, (p, h) in found.items()]) if found else None for owner, found in enumerate(outgoing)]
         return generated, batches
 
     def batch(self, owner: int, states: list) -> bytes:
@@ -156,6 +166,7 @@ class Worker:
         return len(self.frontier), builder.findings
 
 
+@without_cycle_collection()
 def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], place: tuple[Path, bool], connection, coordinator: int, foreign: list) -> None:
     """A worker's loop: answer the coordinator's commands until its pipe closes.
 

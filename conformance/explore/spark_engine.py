@@ -90,19 +90,20 @@ def _expand(making: tuple, order: type, partitions: int, records: Iterable[tuple
     system = built(making)
     best: dict[int, list] = {}
     for parent, parent_order, packed in states_of(system, records):
-        _actions, fps, _shards, successors = system.expand(system.unpack(packed))
-        for index, (fp, successor) in enumerate(zip(fps, successors)):
+        _actions, fps, _shards, handles = system.expand(system.unpack(packed))
+        for index, (fp, handle) in enumerate(zip(fps, handles)):
             mine = order.successor(parent, parent_order, index)
             held = best.get(fp)
             if held is None:
-                best[fp] = [mine, successor, 1]
+                best[fp] = [mine, handle, 1]
             else:
                 held[2] += 1
                 if mine < held[0]:
-                    held[0], held[1] = mine, successor
+                    held[0], held[1] = mine, handle
     bound: dict[int, list] = {}  # the successors going to each partition
     pack = system.pack
-    for fp, (parent, successor, count) in best.items():
+    for fp, (parent, handle, count) in best.items():
+        successor = system.reach(handle)
         bound.setdefault(fp % partitions, []).append(successor)
         yield fp, (parent, pack(successor), count)
     for partition, states in bound.items():

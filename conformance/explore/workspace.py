@@ -8,6 +8,7 @@ completed level. A level's builder offers candidates to the table in batches and
 """
 
 import tempfile
+from array import array
 from pathlib import Path
 
 import msgspec
@@ -18,7 +19,7 @@ from conformance.explore.visited import Visited
 from model.config import ConfigError
 from spec.trace import write_bytes_atomically
 
-BATCH = 1 << 17  # candidates a batch offered to the fingerprint table: large enough that numpy's cost per call fades
+BATCH = 1 << 19  # candidates a batch offered to the fingerprint table: large enough that numpy's cost per call fades
 CHECKPOINT = "search.json"
 
 
@@ -112,37 +113,46 @@ class Builder:
 
     def __init__(self, system, visited: Visited, level: Level, depth: int) -> None:
         self.system, self.visited, self.level, self.depth = system, visited, level, depth
-        self.fps: list[int] = []  # lists: appending to them is the hot loop's cheapest step
-        self.parents: list[int] = []
+        self.fps = array("q")  # converted as they come, while their int objects are still in cache
         self.states: list = []
+        self.origins: list[int] = []  # per state the candidates came from, its fingerprint and how many
+        self.counts: list[int] = []
         self.generated = 0
         self.findings: list[tuple[int, int, object]] = []
-        self.thaw = None  # what turns a new candidate's state into the system's form, if it came packed
+        self.thaw = None  # what turns a new candidate into the system's state, if it came as a handle (System.reach) or packed (System.unpack)
+
+    def add(self, parent_fp: int, fps: list[int], states: list) -> None:
+        """The candidates found from one state: the hot loop's call, once per state expanded."""
+        self.fps.extend(fps)
+        self.states += states
+        self.origins.append(parent_fp)
+        self.counts.append(len(states))
+        if len(self.states) >= BATCH:
+            self.flush()
 
     def offer(self, fp: int, parent_fp: int | None, state: object) -> None:
         """A candidate (an initial state has no parent: it is its own)."""
-        self.fps.append(fp)
-        self.parents.append(fp if parent_fp is None else parent_fp)
-        self.states.append(state)
-        if len(self.fps) >= BATCH:
-            self.flush()
+        self.add(fp if parent_fp is None else parent_fp, [fp], [state])
 
     def flush(self) -> None:
         """Offer the collected candidates; keep the new ones."""
-        if not self.fps:
+        if not self.states:
             return
-        new = np.flatnonzero(self.visited.offer(np.array(self.fps, dtype=np.int64), np.array(self.parents, dtype=np.int64))).tolist()
-        fps, states = [self.fps[at] for at in new], [self.states[at] for at in new]
+        fps = np.array(self.fps, dtype=np.int64)
+        parents = np.repeat(np.array(self.origins, dtype=np.int64), self.counts)
+        new = np.flatnonzero(self.visited.offer(fps, parents))
+        fps, candidates = fps[new], self.states
+        states = [candidates[at] for at in new.tolist()]
         if self.thaw is not None:
-            states = [self.thaw(state) for state in states]
+            states = list(map(self.thaw, states))
         self.level.extend(fps, states)
         violations, depth = self.system.violations, self.depth
-        for fp, state in zip(fps, states):
+        for at, state in enumerate(states):
             found = violations(state)
             if found:
-                self.findings.extend((depth, fp, v) for v in found)
-        self.generated += len(self.fps)
-        del self.fps[:], self.parents[:], self.states[:]  # in place: callers hold these lists
+                self.findings.extend((depth, int(fps[at]), v) for v in found)
+        self.generated += len(candidates)
+        self.fps, self.states, self.origins, self.counts = array("q"), [], [], []
 
     def finish(self) -> Level:
         """The level complete: the last candidates offered, the parent links written, the states closed."""
