@@ -9,15 +9,15 @@ learn the parts and read the level back. A level file is complete once closed (f
 import os
 import struct
 from array import array
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
+import numpy as np
 
 if TYPE_CHECKING:  # the engine imports this module
-    import numpy as np
-
     from conformance.explore.engine import System
 
 CHUNK = 4096  # states a frame
@@ -76,20 +76,28 @@ class PartsLog:
 
 
 class Level:
-    """One level's (fingerprint, state) pairs, kept in memory, or on disk when `path` is given."""
+    """One level's (fingerprint, state) pairs, kept in memory, or on disk when `path` is given.
+
+    In memory a level is read once, and what has been read is freed: the level being expanded
+    shrinks as the next one grows, so the two together hold little more than the larger.
+    """
 
     def __init__(self, system: "System", path: Path | None = None, parts: PartsLog | None = None) -> None:
         self.system, self.path, self.parts = system, path, parts
-        self.fps = array("q")  # 8 bytes a state, not an int object's 32
+        self.runs: deque[tuple[np.ndarray, list]] = deque()  # in memory: (fingerprints, states) as they were added
+        self.fps = array("q")  # on disk: the chunk being filled (8 bytes a state, not an int object's 32)
         self.states: list = []
         self.count = 0
         self.out = open(path, "wb") if path is not None else None
 
-    def extend(self, fps: "np.ndarray", states: list) -> None:
+    def extend(self, fps: np.ndarray, states: list) -> None:
+        self.count += len(states)
+        if self.out is None:
+            self.runs.append((fps, states))
+            return
         self.fps.frombytes(fps.astype("<i8", copy=False).tobytes())
         self.states += states
-        self.count += len(states)
-        if self.out is not None and len(self.states) >= CHUNK:
+        if len(self.states) >= CHUNK:
             self._spill()
 
     def _spill(self) -> None:
@@ -115,7 +123,9 @@ class Level:
 
     def __iter__(self) -> Iterator[tuple[int, object]]:
         if self.path is None:
-            yield from zip(self.fps, self.states)
+            while self.runs:
+                fps, states = self.runs.popleft()
+                yield from zip(fps.tolist(), states)
             return
         unpack = self.system.unpack
         for _end, payload in read_frames(self.path):
@@ -125,6 +135,7 @@ class Level:
 
     def discard(self) -> None:
         """Free the level: its memory, or its file."""
+        self.runs.clear()
         self.fps, self.states = array("q"), []
         if self.path is not None:
             self.path.unlink(missing_ok=True)
