@@ -104,6 +104,37 @@ def test_symmetry_counts_orbits(name):
     assert explore(reduced, keep_going=True).distinct == len(orbits) < len(seen)
 
 
+@pytest.mark.parametrize("max_in_flight", [NO_LIMIT, None], ids=["losses-explored", "no-bound"])
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_expand_finds_the_fingerprints_of_the_states_it_reaches(name, max_in_flight):
+    """expand() finds a successor's fingerprint from its parent's bag (its sum, less the message
+    taken out, plus the move's) and builds the state only on demand: that fingerprint and shard
+    key must be those a fresh system computes from the built state alone, in the order successors() gives."""
+    config, faults, max_epoch, max_elections = SCENARIOS[name]
+
+    def system() -> KraftSystem:
+        return KraftSystem(config, faults, max_epoch=max_epoch, max_in_flight=max_in_flight, max_elections=max_elections)
+
+    explorer, fresh = system(), system()
+    frontier = explorer.initial_states()
+    seen, checked = {explorer.fingerprint(frontier[0])}, 0
+    while frontier:
+        following = []
+        for state in frontier:
+            keys, fps, shards, handles = explorer.expand(state)
+            successors = list(explorer.successors(state))
+            assert [key for key, _ in successors] == keys
+            for fp, shard, handle, (_key, successor) in zip(fps, shards, handles, successors, strict=True):
+                assert explorer.reach(handle) == successor
+                assert (fp, shard) == fresh.fingerprint_and_shard(fresh.encode(explorer.decode(successor)))
+                checked += 1
+                if fp not in seen:
+                    seen.add(fp)
+                    following.append(successor)
+        frontier = following
+    assert checked > 1000
+
+
 def test_renaming_commutes_with_every_transition_but_resignation():
     """Symmetry is sound: renaming nodes then stepping equals stepping then renaming."""
     import random

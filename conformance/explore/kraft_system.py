@@ -50,7 +50,7 @@ UNKNOWN = object()  # a cache entry not computed yet (None is a computed "out of
 
 # The caches keyed by (node states, history) prefixes, which grow with the state space, are
 # emptied when full, so a long search's memory is its table and frontier, not its caches.
-MOVES_CACHED = 2**15  # prefixes
+PREFIXES_CACHED = 2**15  # prefixes
 
 
 def stable_fingerprint(value: object) -> int:
@@ -182,7 +182,7 @@ class KraftSystem:
         bag = state[size + 1 :]
         moves = self._moves.get(prefix)
         if moves is None:
-            if len(self._moves) >= MOVES_CACHED:
+            if len(self._moves) >= PREFIXES_CACHED:
                 self._moves.clear()
             canonical = self._canonical_of(prefix)
             drop = (prefix, (), 0, False, canonical, (0,) * len(canonical[2]))  # a loss: a move that changes no node
@@ -264,6 +264,8 @@ class KraftSystem:
         key = state[: self.size + 1]
         found = self._checks.get(key)
         if found is None:
+            if len(self._checks) >= PREFIXES_CACHED:
+                self._checks.clear()
             cluster_state = ClusterState(
                 nodes=tuple(self.nodes.values[n] for n in state[: self.size]),
                 network=network.EMPTY,
@@ -459,9 +461,10 @@ class KraftSystem:
         return found
 
     def _canonical_of(self, prefix: tuple[int, ...]) -> tuple[int, int, list[tuple[int, dict]]]:
+        """_canonical_prefix, once per prefix while the cache holds it."""
         found = self._canonical.get(prefix)
         if found is None:
-            if len(self._canonical) >= MOVES_CACHED:
+            if len(self._canonical) >= PREFIXES_CACHED:
                 self._canonical.clear()
             found = self._canonical[prefix] = self._canonical_prefix(prefix)
         return found
@@ -477,12 +480,12 @@ class KraftSystem:
         """
         history_id = prefix[self.size]
         best, ties = None, []
-        for index, node_fps, bags in self._renamings(prefix[: self.size]):
+        for index, node_fps, message_fps in self._renamings(prefix[: self.size]):
             key = (node_fps, self._renamed_fp(index, "history", history_id))
             if best is None or key < best:
-                best, ties = key, [(index, bags)]
+                best, ties = key, [(index, message_fps)]
             elif key == best:
-                ties.append((index, bags))
+                ties.append((index, message_fps))
         return hash(best), best[1], ties
 
     def _renamings(self, node_ids: tuple[int, ...]) -> list[tuple[int, tuple[int, ...], dict]]:

@@ -5,9 +5,10 @@ index modulo the worker count: a step rarely changes the history, so most succes
 the worker that found them, and equal states still always meet at one owner. It expands
 its own frontier; successors it does not own travel to their owner as the fingerprints of
 their parts (node states, history, messages), with the parts themselves sent only the first
-time that worker needs them. The coordinator routes those batches, merges the findings with
-the same rule as conformance.explore.engine, and rebuilds counterexamples from the owners' parent
-links, so the counts and counterexamples equal the single-process engine's. Each worker keeps
+time that worker needs them, packed a batch at a time as they are found (SPILL). The
+coordinator routes those batches, merges the findings with the same rule as
+conformance.explore.engine, and rebuilds counterexamples from the owners' parent links, so the
+counts and counterexamples equal the single-process engine's. Each worker keeps
 its shard in a workspace of its own (conformance.explore.workspace); with a state directory,
 state_dir/worker-N, and the coordinator writes the checkpoint once every worker has ended the level.
 
@@ -50,6 +51,9 @@ from model.network import Envelope
 from model.state import NodeState
 
 STOP_GRACE_SECONDS = 1.0  # how long stop() lets busy workers finish before killing them
+# Successors bound for another worker that one holds before packing them into a batch: held as
+# handles, they keep their parents' states alive; packed, they take ~100 bytes each.
+SPILL = 1 << 16
 
 
 class Batch(msgspec.Struct, array_like=True):
@@ -94,7 +98,7 @@ class Worker:
         self.space.save()
         return len(self.frontier), builder.findings
 
-    def expand(self, depth: int) -> tuple[int, list[bytes | None]]:
+    def expand(self, depth: int) -> tuple[int, list[list[bytes]]]:
         """Expand the frontier: offer owned successors to the level, batch the others per owner."""
         if self.previous is not None:
             self.previous.discard()  # the coordinator's checkpoint has moved past it
@@ -104,6 +108,7 @@ class Worker:
         builder.thaw = system.reach
         generated = 0
         outgoing: list[dict[int, tuple[int, tuple]]] = [{} for _ in range(count)]
+        batches: list[list[bytes]] = [[] for _ in range(count)]
         for parent_fp, state in self.frontier:
             _actions, found_fps, shards, found = system.expand(state)
             generated += len(found)
@@ -114,20 +119,28 @@ class Worker:
                     fps.append(fp)
                     owned.append(successor)
                 else:
-                    held = outgoing[owner].get(fp)
+                    pending = outgoing[owner]
+                    held = pending.get(fp)
                     if held is None or parent_fp < held[0]:
-                        outgoing[owner][fp] = (parent_fp, successor)
+                        pending[fp] = (parent_fp, successor)
+                        if len(pending) >= SPILL:
+                            batches[owner].append(self.batch(owner, pending))
+                            pending.clear()
             builder.add(parent_fp, fps, owned)
         builder.flush()
-        batches = [self.batch(owner, [(fp, p, system.reach(h)) for fp, (p, h) in found.items()]) if found else None for owner, found in enumerate(outgoing)]
+        for owner, pending in enumerate(outgoing):
+            if pending:
+                batches[owner].append(self.batch(owner, pending))
         return generated, batches
 
-    def batch(self, owner: int, states: list) -> bytes:
+    def batch(self, owner: int, pending: dict[int, tuple[int, tuple]]) -> bytes:
+        """Successors bound for one owner ({fp: (parent fp, handle)}), packed, with the parts it has not been sent yet."""
         system = self.system
         sent_nodes, sent_histories, sent_messages = self.sent_parts[owner]
         nodes, histories, messages, packed = [], [], [], []
         size = system.size
-        for fp, parent_fp, state in states:
+        for fp, (parent_fp, handle) in pending.items():
+            state = system.reach(handle)
             for n in state[:size]:
                 part = system.nodes.fps[n]
                 if part not in sent_nodes:
@@ -308,9 +321,8 @@ def explore_sharded(
             inbound: list[list[bytes]] = [[] for _ in range(workers)]
             for produced, batches in expanded:
                 generated += produced
-                for owner, batch in enumerate(batches):
-                    if batch is not None:
-                        inbound[owner].append(batch)
+                for owner, sent in enumerate(batches):
+                    inbound[owner] += sent
             ingested = coordinator.broadcast("ingest", inbound)
             frontier = sum(size for size, _ in ingested)
             for _size, found in ingested:
