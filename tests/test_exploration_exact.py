@@ -104,13 +104,21 @@ def test_symmetry_counts_orbits(name):
     assert explore(reduced, keep_going=True).distinct == len(orbits) < len(seen)
 
 
-@pytest.mark.parametrize("max_in_flight", [NO_LIMIT, None], ids=["losses-explored", "no-bound"])
-@pytest.mark.parametrize("name", SCENARIOS)
+DUPLICATING = (ClusterConfig(voters=(1, 2)), Bounds(client_values=1, duplication=True, retries=False, progress_timeouts=False), 1, None)
+
+
+@pytest.mark.parametrize(
+    ("name", "max_in_flight"),
+    [(name, bound) for name in SCENARIOS for bound in (NO_LIMIT, None)] + [("two-voters-duplication", 3)],
+    ids=lambda v: {NO_LIMIT: "losses-explored", None: "no-bound"}.get(v, str(v)),
+)
 def test_expand_finds_the_fingerprints_of_the_states_it_reaches(name, max_in_flight):
     """expand() finds a successor's fingerprint from its parent's bag (its sum, less the message
     taken out, plus the move's) and builds the state only on demand: that fingerprint and shard
-    key must be those a fresh system computes from the built state alone, in the order successors() gives."""
-    config, faults, max_epoch, max_elections = SCENARIOS[name]
+    key must be those a fresh system computes from the built state alone, in the order successors()
+    gives; and each handle's action key must name the step (a delivery, a copy delivered, a loss, a
+    node's own event) that model.cluster takes to the same nodes, history and live messages."""
+    config, faults, max_epoch, max_elections = SCENARIOS.get(name, DUPLICATING)
 
     def system() -> KraftSystem:
         return KraftSystem(config, faults, max_epoch=max_epoch, max_in_flight=max_in_flight, max_elections=max_elections)
@@ -121,12 +129,16 @@ def test_expand_finds_the_fingerprints_of_the_states_it_reaches(name, max_in_fli
     while frontier:
         following = []
         for state in frontier:
-            keys, fps, shards, handles = explorer.expand(state)
+            fps, handles = explorer.expand(state)
+            shards = explorer.shards(handles)
             successors = list(explorer.successors(state))
-            assert [key for key, _ in successors] == keys
-            for fp, shard, handle, (_key, successor) in zip(fps, shards, handles, successors, strict=True):
+            for fp, shard, handle, (key, successor) in zip(fps, shards, handles, successors, strict=True):
                 assert explorer.reach(handle) == successor
                 assert (fp, shard) == fresh.fingerprint_and_shard(fresh.encode(explorer.decode(successor)))
+                applied, _ = explorer.cluster.apply(explorer.decode(state), explorer.action(key))
+                stepped = explorer.encode(applied)
+                size = explorer.size
+                assert stepped[: size + 1] + explorer._live(stepped[size + 1 :], stepped[:size]) == successor
                 checked += 1
                 if fp not in seen:
                     seen.add(fp)

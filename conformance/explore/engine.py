@@ -39,10 +39,9 @@ class System(Protocol):
     def successors(self, state) -> Iterable[tuple[object, object]]:
         """Every (action, next state) within the system's bounds, in a deterministic order."""
 
-    def expand(self, state) -> tuple[list, list[int], list[int], list]:
-        """successors() as four lists, what the hot loops take: actions, fingerprints, shard keys
-        (equal for states that are the same up to symmetry; any int for an unsharded system), and
-        handles that reach() turns into the states (built only for the states that are new)."""
+    def expand(self, state) -> tuple[list[int], list]:
+        """successors()' states as two lists, what the hot loops take: fingerprints, and handles
+        that reach() turns into the states (built only for the states that are new)."""
 
     def reach(self, handle) -> object:
         """The state an expand() handle stands for."""
@@ -196,7 +195,7 @@ def explore(
             builder.thaw = system.reach
             add = builder.add
             for parent_fp, state in frontier:
-                _actions, found_fps, _shards, found = expand(state)
+                found_fps, found = expand(state)
                 add(parent_fp, found_fps, found)
                 if progress and time.perf_counter() >= next_report:
                     progress(Progress(len(visited), generated + builder.generated + len(builder.states), depth + 1, len(builder.level), time.perf_counter() - start))

@@ -42,13 +42,9 @@ class IsrSystem:
         for action in self.partition.enabled(state):
             yield action, self.partition.apply(state, action).state
 
-    def expand(self, state: PartitionState) -> tuple[list[Action], list[int], list[int], list[PartitionState]]:
-        actions, states = [], []
-        for action, successor in self.successors(state):
-            actions.append(action)
-            states.append(successor)
-        fps = [stable_fingerprint(s) for s in states]
-        return actions, fps, fps, states
+    def expand(self, state: PartitionState) -> tuple[list[int], list[PartitionState]]:
+        states = [successor for _action, successor in self.successors(state)]
+        return [stable_fingerprint(s) for s in states], states
 
     def reach(self, handle: PartitionState) -> PartitionState:
         return handle  # expand() gives the states themselves

@@ -169,14 +169,18 @@ class KraftSystem:
         return [self.encode(self.cluster.initial())]
 
     def successors(self, state: tuple[int, ...]) -> Iterator[tuple[tuple, tuple[int, ...]]]:
-        keys, _fps, _shards, handles = self.expand(state)
-        return zip(keys, map(self.reach, handles))
+        _fps, handles = self.expand(state)
+        return ((self.key(handle), self.reach(handle)) for handle in handles)
 
-    def expand(self, state: tuple[int, ...]) -> tuple[list[tuple], list[int], list[int], list[tuple]]:
-        """Every successor within the bounds, in a deterministic order, as four lists: action keys,
-        fingerprints, shard keys (see fingerprint_and_shard) and handles (see reach): what the
-        engines' hot loops take. Most successors have been seen before, so a successor's state is
-        built only when asked for; its fingerprint is found without it."""
+    def expand(self, state: tuple[int, ...]) -> tuple[list[int], list[tuple]]:
+        """Every successor within the bounds, in a deterministic order, as two lists: fingerprints
+        and handles (see reach, key and shards): what the engines' hot loops take. Most successors
+        have been seen before, so a successor's state is built only when asked for; its fingerprint
+        is found without it.
+
+        A handle is (state, move, at): the move a node event makes (see _move), and the place in the
+        bag of the message it takes out (-1: none; -2 - place: a copy of that message delivered).
+        """
         size = self.size
         prefix = state[: size + 1]
         bag = state[size + 1 :]
@@ -185,12 +189,12 @@ class KraftSystem:
             if len(self._moves) >= PREFIXES_CACHED:
                 self._moves.clear()
             canonical = self._canonical_of(prefix)
-            drop = (prefix, (), 0, False, canonical, (0,) * len(canonical[2]))  # a loss: a move that changes no node
+            drop = (prefix, (), 0, False, canonical, None, self._fast(canonical, False, ()))  # a loss: a move that changes no node
             moves = self._moves[prefix] = ({}, self._node_moves(prefix), drop)
         deliveries, node_moves, drop = moves
         room = self.capacity - len(bag)
         duplication, drops = self.faults.duplication, self.drops
-        steps = []  # (action key, move, the place in the bag of the message it takes out, or -1)
+        handles = []
         previous = -1
         for at, message_id in enumerate(bag):
             if message_id == previous:
@@ -201,34 +205,38 @@ class KraftSystem:
                 move = deliveries[message_id] = self._move(prefix, ("deliver", message_id))
             if move is not None:
                 if move[2] <= room + 1:
-                    steps.append((("deliver", message_id), move, at))
+                    handles.append((state, move, at))
                 if duplication and move[2] <= room:
-                    steps.append((("duplicate", message_id), move, -1))
+                    handles.append((state, move, -2 - at))
             if drops:
-                steps.append((("drop", message_id), drop, at))
-        steps += [(key, move, -1) for key, move in node_moves if move[2] <= room]
+                handles.append((state, drop, at))
+        handles += [(state, move, -1) for move in node_moves if move[2] <= room]
         # Each successor's fingerprint, inlined (the hot loop). A bag's fingerprint is a sum, so
         # when no epoch changes (no message turns inert) and one renaming is canonical, it is the
         # bag's sum under that renaming, less the message taken out, plus the move's messages.
-        fps, shards, handles = [], [], []
+        fps = []
         sums = {}  # renaming -> this bag's sum under it
-        for _key, move, at in steps:
-            (prefix_fp, history_fp, renamings), sent_sums = move[4], move[5]
-            handle = (state, move, at)
-            if move[3] or len(renamings) > 1:
-                fp = self.fingerprint_and_shard(self.reach(handle))[0]
+        for handle in handles:
+            move = handle[1]
+            fast = move[6]
+            if fast is None:
+                prefix_fp, _history_fp, renamings = move[4]
+                fp = hash((prefix_fp, self._bag_fp(renamings, self.reach(handle)[size + 1 :])))
             else:
-                index, message_fps = renamings[0]
+                prefix_fp, index, message_fps, sent_sum = fast
                 total = sums.get(index)
                 if total is None:
-                    total = sums[index] = self._bag_fp(renamings, bag)  # fills message_fps with the bag's messages
+                    total = sums[index] = self._bag_fp(move[4][2], bag)  # fills message_fps with the bag's messages
+                at = handle[2]
                 if at >= 0:
                     total -= message_fps[bag[at]]
-                fp = hash((prefix_fp, total + sent_sums[0]))
+                fp = hash((prefix_fp, total + sent_sum))
             fps.append(fp)
-            shards.append(history_fp)
-            handles.append(handle)
-        return [step[0] for step in steps], fps, shards, handles
+        return fps, handles
+
+    def shards(self, handles: list[tuple]) -> list[int]:
+        """The shard keys of expand()'s successors (see fingerprint_and_shard)."""
+        return [handle[1][4][1] for handle in handles]
 
     def reach(self, handle: tuple) -> tuple[int, ...]:
         """The state an expand() handle stands for.
@@ -237,7 +245,7 @@ class KraftSystem:
         a message inert, so the bag is filtered only then; the move's own messages were filtered
         once, when the move was made.
         """
-        state, (after, sent, _count, epoch_changed, _canonical, _sent_sums), at = handle
+        state, (after, sent, _count, epoch_changed, _canonical, _key, _fast), at = handle
         bag = state[self.size + 1 :]
         if at >= 0:
             bag = bag[:at] + bag[at + 1 :]
@@ -246,6 +254,15 @@ class KraftSystem:
         if sent:
             bag = tuple(sorted(bag + sent, key=self.messages.fps.__getitem__))
         return after + bag
+
+    def key(self, handle: tuple) -> tuple:
+        """The action key of an expand() handle (see action())."""
+        state, move, at = handle
+        if at <= -2:
+            return ("duplicate", state[self.size + 1 - 2 - at])
+        if move[5] is None:
+            return ("drop", state[self.size + 1 + at])
+        return move[5]
 
     def fingerprint(self, state: tuple[int, ...]) -> int:
         return self.fingerprint_and_shard(state)[0]
@@ -341,8 +358,8 @@ class KraftSystem:
         return msgspec.structs.replace(node, **{f: frozenset() for f in self.dead_fields})
 
     # -- transitions -------------------------------------------------------------------------
-    def _node_moves(self, prefix: tuple[int, ...]) -> list[tuple[tuple, tuple]]:
-        """(action key, move) for every node action that stays within the bounds, in slot order."""
+    def _node_moves(self, prefix: tuple[int, ...]) -> list[tuple]:
+        """The move of every node action that stays within the bounds, in slot order."""
         history = self.histories.values[prefix[self.size]]
         found = []
         for position, node_id in enumerate(prefix[: self.size]):
@@ -354,14 +371,15 @@ class KraftSystem:
             for action in actions:
                 move = self._move(prefix, ("node", action))
                 if move is not None:
-                    found.append((("node", action), move))
+                    found.append(move)
         return found
 
-    def _move(self, prefix: tuple[int, ...], key: tuple) -> tuple[tuple[int, ...], tuple[int, ...], int, bool, tuple, tuple[int, ...]] | None:
+    def _move(self, prefix: tuple[int, ...], key: tuple) -> tuple | None:
         """What one node event does to a (node ids, history id) prefix, whatever is in flight:
         (next prefix, the messages sent that are live there in bag order, how many were sent, whether
-        the node's epoch changed, the next prefix's canonical renamings (_canonical_prefix), the sent
-        messages' fingerprint sum under each of them), or None when the event leaves the bounds."""
+        the node's epoch changed, the next prefix's canonical renamings (_canonical_prefix), the
+        event's action key, what fingerprints its successors fast (_fast)), or None when the event
+        leaves the bounds."""
         kind, what = key
         if kind == "deliver":
             envelope = self.messages.values[what]
@@ -403,8 +421,18 @@ class KraftSystem:
         epoch_changed = self.nodes.values[after].epoch != self.nodes.values[before].epoch
         next_prefix = node_ids + (next_history,)
         canonical = self._canonical_of(next_prefix)
-        sent_sums = tuple(self._bag_fp([renaming], live) for renaming in canonical[2])
-        return next_prefix, live, len(sent), epoch_changed, canonical, sent_sums
+        return next_prefix, live, len(sent), epoch_changed, canonical, key, self._fast(canonical, epoch_changed, live)
+
+    def _fast(self, canonical: tuple, epoch_changed: bool, sent: tuple[int, ...]) -> tuple | None:
+        """What expand() needs to fingerprint a move's successor from its parent's bag: (the next
+        prefix's fingerprint, the renaming, its message fingerprints, the sent messages' sum under
+        it); None when the successor must be built first (an epoch changed, so messages may turn
+        inert, or renamings tie, so bags decide)."""
+        prefix_fp, _history_fp, renamings = canonical
+        if epoch_changed or len(renamings) > 1:
+            return None
+        index, message_fps = renamings[0]
+        return prefix_fp, index, message_fps, self._bag_fp(renamings, sent)
 
     def _bag_fp(self, renamings: list[tuple[int, dict]], bag: tuple[int, ...]) -> int:
         """The fingerprint of a bag of messages under the canonical renamings (see _canonical_prefix)."""

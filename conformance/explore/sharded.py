@@ -3,9 +3,10 @@
 Each worker owns the states whose history fingerprint (canonical, like the state's) is its
 index modulo the worker count: a step rarely changes the history, so most successors stay with
 the worker that found them, and equal states still always meet at one owner. It expands
-its own frontier; successors it does not own travel to their owner as the fingerprints of
-their parts (node states, history, messages), with the parts themselves sent only the first
-time that worker needs them, packed a batch at a time as they are found (SPILL). The
+its own frontier; the successors it does not own are sorted out with numpy as each batch of the
+level's candidates is offered (RoutingBuilder) and travel to their owner in the sender's ids for
+their parts (node states, history, messages), with the parts themselves sent only the first time
+that worker needs them; the receiver translates a state into its own ids only if it is new. The
 coordinator routes those batches, merges the findings with the same rule as
 conformance.explore.engine, and rebuilds counterexamples from the owners' parent links, so the
 counts and counterexamples equal the single-process engine's. Each worker keeps
@@ -25,9 +26,11 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 from adapters.process_lifetime import die_with_parent
 from conformance.explore.engine import (
@@ -43,6 +46,7 @@ from conformance.explore.engine import (
     without_cycle_collection,
 )
 from conformance.explore.frontier import Level
+from conformance.explore.visited import smallest_parents
 from conformance.explore.workspace import Builder, ResumeError, Workspace, read_checkpoint, write_checkpoint
 from conformance.explore.kraft_system import KraftSystem
 from model.cluster import History
@@ -51,22 +55,50 @@ from model.network import Envelope
 from model.state import NodeState
 
 STOP_GRACE_SECONDS = 1.0  # how long stop() lets busy workers finish before killing them
-# Successors bound for another worker that one holds before packing them into a batch: held as
-# handles, they keep their parents' states alive; packed, they take ~100 bytes each.
-SPILL = 1 << 16
 
 
 class Batch(msgspec.Struct, array_like=True):
-    """States one worker hands another, and the parts the receiver has not been sent yet."""
+    """States one worker hands another, in the sender's ids, and the parts (sender's id, value)
+    the receiver has not been sent yet."""
 
+    sender: int
     nodes: list[tuple[int, NodeState]]
     histories: list[tuple[int, History]]
     messages: list[tuple[int, Envelope]]
-    states: list[tuple[int, int, bytes]]  # fp, parent fp, the state packed (KraftSystem.pack)
+    fps: list[int]
+    parents: list[int]
+    states: list[tuple[int, ...]]
 
 
 class WorkerFailed(RuntimeError):
     """A worker process died or raised; the message carries its traceback."""
+
+
+class RoutingBuilder(Builder):
+    """A shard's level builder: of each batch of candidates (Builder.flush), those another worker
+    owns are packed for it, one state a fingerprint with its smallest parent, sorted out with numpy
+    rather than one by one; the rest are its own. Once `routing` is off (the peers' states coming
+    in), every candidate is its own."""
+
+    def __init__(self, system, visited, level, depth: int, worker: "Worker") -> None:
+        super().__init__(system, visited, level, depth)
+        self.worker = worker
+        self.routing = True
+        self.outgoing: list[list[bytes]] = [[] for _ in range(worker.count)]  # per owner, its batches
+
+    def keep(self, fps: np.ndarray, parents: np.ndarray, candidates: list, chosen: np.ndarray | None = None) -> None:
+        worker = self.worker
+        if not self.routing:
+            return super().keep(fps, parents, candidates, chosen)
+        owners = np.array(self.system.shards(candidates), dtype=np.int64) % worker.count
+        for owner in range(worker.count):
+            picked = np.flatnonzero(owners == owner)
+            if owner == worker.index:
+                super().keep(fps[picked], parents[picked], candidates, picked)
+            elif len(picked):
+                unique, smallest, first = smallest_parents(fps[picked], parents[picked])
+                handles = [candidates[at] for at in picked[first].tolist()]
+                self.outgoing[owner].append(worker.batch(owner, unique.tolist(), smallest.tolist(), handles))
 
 
 class Worker:
@@ -79,7 +111,8 @@ class Worker:
         self.frontier: Level | None = None
         self.previous: Level | None = None  # the last frontier, kept until the checkpoint after it
         self.builder: Builder | None = None
-        self.sent_parts = [(set(), set(), set()) for _ in range(count)]
+        self.sent_parts = [(set(), set(), set()) for _ in range(count)]  # per peer, the ids of the nodes, histories, messages sent
+        self.received_ids: list[tuple[dict, dict, dict]] = [({}, {}, {}) for _ in range(count)]  # per peer, its ids to ours
         self.encoder = msgspec.msgpack.Encoder()
         self.decoder = msgspec.msgpack.Decoder(Batch)
 
@@ -99,80 +132,55 @@ class Worker:
         return len(self.frontier), builder.findings
 
     def expand(self, depth: int) -> tuple[int, list[list[bytes]]]:
-        """Expand the frontier: offer owned successors to the level, batch the others per owner."""
+        """Expand the frontier: its successors to the level, or packed for the peers that own them."""
         if self.previous is not None:
             self.previous.discard()  # the coordinator's checkpoint has moved past it
             self.previous = None
-        system, index, count = self.system, self.index, self.count
-        builder = self.builder = self.space.builder(depth)
-        builder.thaw = system.reach
-        generated = 0
-        outgoing: list[dict[int, tuple[int, tuple]]] = [{} for _ in range(count)]
-        batches: list[list[bytes]] = [[] for _ in range(count)]
-        for parent_fp, state in self.frontier:
-            _actions, found_fps, shards, found = system.expand(state)
-            generated += len(found)
-            fps, owned = [], []
-            for fp, shard, successor in zip(found_fps, shards, found):
-                owner = shard % count
-                if owner == index:
-                    fps.append(fp)
-                    owned.append(successor)
-                else:
-                    pending = outgoing[owner]
-                    held = pending.get(fp)
-                    if held is None or parent_fp < held[0]:
-                        pending[fp] = (parent_fp, successor)
-                        if len(pending) >= SPILL:
-                            batches[owner].append(self.batch(owner, pending))
-                            pending.clear()
-            builder.add(parent_fp, fps, owned)
-        builder.flush()
-        for owner, pending in enumerate(outgoing):
-            if pending:
-                batches[owner].append(self.batch(owner, pending))
-        return generated, batches
-
-    def batch(self, owner: int, pending: dict[int, tuple[int, tuple]]) -> bytes:
-        """Successors bound for one owner ({fp: (parent fp, handle)}), packed, with the parts it has not been sent yet."""
         system = self.system
-        sent_nodes, sent_histories, sent_messages = self.sent_parts[owner]
-        nodes, histories, messages, packed = [], [], [], []
-        size = system.size
-        for fp, (parent_fp, handle) in pending.items():
-            state = system.reach(handle)
-            for n in state[:size]:
-                part = system.nodes.fps[n]
-                if part not in sent_nodes:
-                    sent_nodes.add(part)
-                    nodes.append((part, system.nodes.values[n]))
-            h = system.histories.fps[state[size]]
-            if h not in sent_histories:
-                sent_histories.add(h)
-                histories.append((h, system.histories.values[state[size]]))
-            for m in state[size + 1 :]:
-                part = system.messages.fps[m]
-                if part not in sent_messages:
-                    sent_messages.add(part)
-                    messages.append((part, system.messages.values[m]))
-            packed.append((fp, parent_fp, system.pack(state)))
-        return self.encoder.encode(Batch(nodes, histories, messages, packed))
+        builder = self.builder = RoutingBuilder(system, self.space.visited, self.space.level(depth), depth, self)
+        builder.thaw = system.reach
+        add, expand = builder.add, system.expand
+        for parent_fp, state in self.frontier:
+            found_fps, found = expand(state)
+            add(parent_fp, found_fps, found)
+        builder.flush()
+        builder.routing = False
+        return builder.generated, builder.outgoing
+
+    def batch(self, owner: int, fps: list[int], parents: list[int], handles: list[tuple]) -> bytes:
+        """Successors bound for one owner, in this worker's ids, with the parts it has not been sent yet."""
+        system, size = self.system, self.system.size
+        states = list(map(system.reach, handles))
+        parts = []
+        for interned, sent, ids in zip(
+            (system.nodes, system.histories, system.messages),
+            self.sent_parts[owner],
+            (chain.from_iterable(s[:size] for s in states), (s[size] for s in states), chain.from_iterable(s[size + 1 :] for s in states)),
+        ):
+            fresh = set(ids) - sent
+            sent |= fresh
+            parts.append([(i, interned.values[i]) for i in fresh])
+        return self.encoder.encode(Batch(self.index, *parts, fps, parents, states))
+
+    def translate(self, received: tuple[int, tuple[int, ...]]) -> tuple[int, ...]:
+        """A state a peer sent, in this worker's ids."""
+        sender, state = received
+        nodes, histories, messages = self.received_ids[sender]
+        size = self.system.size
+        return tuple(map(nodes.__getitem__, state[:size])) + (histories[state[size]],) + tuple(map(messages.__getitem__, state[size + 1 :]))
 
     def ingest(self, batches: list[bytes]) -> tuple[int, list]:
         """Take in the states other workers found; the level ends: its new states are the next
         frontier (its size, and the violations found in it)."""
         system, builder = self.system, self.builder
-        builder.thaw = system.unpack  # received states come packed, unpacked only when new
+        builder.thaw = self.translate  # received states come in their senders' ids, translated only when new
         for raw in batches:
             batch = self.decoder.decode(raw)
-            for _fp, node in batch.nodes:
-                system.nodes.id(node)
-            for _fp, history in batch.histories:
-                system.histories.id(history)
-            for _fp, envelope in batch.messages:
-                system.messages.id(envelope)
-            for fp, parent_fp, packed in batch.states:
-                builder.offer(fp, parent_fp, packed)
+            for interned, ours, parts in zip((system.nodes, system.histories, system.messages), self.received_ids[batch.sender], (batch.nodes, batch.histories, batch.messages)):
+                for theirs, value in parts:
+                    ours[theirs] = interned.id(value)
+            sender = batch.sender
+            builder.add_each(batch.fps, batch.parents, [(sender, state) for state in batch.states])
         self.previous, self.frontier = self.frontier, builder.finish()
         self.space.save()
         self.builder = None

@@ -90,7 +90,7 @@ def _expand(making: tuple, order: type, partitions: int, records: Iterable[tuple
     system = built(making)
     best: dict[int, list] = {}
     for parent, parent_order, packed in states_of(system, records):
-        _actions, fps, _shards, handles = system.expand(system.unpack(packed))
+        fps, handles = system.expand(system.unpack(packed))
         for index, (fp, handle) in enumerate(zip(fps, handles)):
             mine = order.successor(parent, parent_order, index)
             held = best.get(fp)

@@ -35,6 +35,17 @@ def hashes_of(keys: np.ndarray) -> np.ndarray:
     return keys.view(np.uint64) * _MULTIPLIER
 
 
+def smallest_parents(fps: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Candidates (fingerprint, parent's) reduced to one a fingerprint: the fingerprints sorted,
+    each one's smallest parent, and a position among the candidates where each was found."""
+    order = np.argsort(fps)  # then the smallest parent of each run of equal fingerprints: 4x faster than lexsort
+    fps, parents = fps[order], parents[order]
+    first = np.ones(len(fps), dtype=bool)
+    first[1:] = fps[1:] != fps[:-1]
+    starts = np.flatnonzero(first)
+    return fps[starts], np.minimum.reduceat(parents, starts) if len(starts) else parents, order[starts]
+
+
 class Segment:
     """One open-addressing table: the keys whose hash has these top bits."""
 
@@ -166,8 +177,8 @@ class Visited:
         equal ones in the batch. Each candidate of this level keeps its smallest parent."""
         keys = np.where(fps == EMPTY, ZERO, fps)
         hashes = hashes_of(keys)
-        segment = (hashes >> np.uint64(64 - SEGMENT_BITS)).astype(np.intp)
-        order = np.argsort(segment, kind="stable")  # within a segment, the batch's order: the first of equal keys wins
+        segment = (hashes >> np.uint64(64 - SEGMENT_BITS)).astype(np.uint8)
+        order = np.argsort(segment, kind="stable")  # a radix sort (4x faster than on intp); within a segment, the batch's order: the first of equal keys wins
         bounds = np.searchsorted(segment[order], np.arange(SEGMENTS + 1))
         new, ours = np.empty(len(keys), dtype=bool), np.empty(len(keys), dtype=bool)
         for table, low, high in zip(self.segments, bounds[:-1], bounds[1:]):
@@ -188,14 +199,8 @@ class Visited:
         """The level's candidates reduced to one a state, with its smallest parent; sorted by fingerprint."""
         if not self._pairs:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        fps = np.concatenate([f for f, _ in self._pairs])
-        parents = np.concatenate([p for _, p in self._pairs])
-        order = np.argsort(fps)  # then the smallest parent of each run of equal fingerprints: 4x faster than lexsort
-        fps, parents = fps[order], parents[order]
-        first = np.ones(len(fps), dtype=bool)
-        first[1:] = fps[1:] != fps[:-1]
-        starts = np.flatnonzero(first)
-        return fps[starts], np.minimum.reduceat(parents, starts) if len(starts) else parents
+        fps, parents, _first = smallest_parents(np.concatenate([f for f, _ in self._pairs]), np.concatenate([p for _, p in self._pairs]))
+        return fps, parents
 
     def settle(self) -> None:
         """End the level: its parent links to a file, written whole before it takes its name."""

@@ -130,19 +130,36 @@ class Builder:
         if len(self.states) >= BATCH:
             self.flush()
 
+    def add_each(self, fps: list[int], parents: list[int], states: list) -> None:
+        """Candidates each with its own parent."""
+        self.fps.extend(fps)
+        self.states += states
+        self.origins += parents
+        self.counts += [1] * len(states)
+        if len(self.states) >= BATCH:
+            self.flush()
+
     def offer(self, fp: int, parent_fp: int | None, state: object) -> None:
         """A candidate (an initial state has no parent: it is its own)."""
         self.add(fp if parent_fp is None else parent_fp, [fp], [state])
 
     def flush(self) -> None:
-        """Offer the collected candidates; keep the new ones."""
+        """Offer the collected candidates (see keep)."""
         if not self.states:
             return
         fps = np.array(self.fps, dtype=np.int64)
         parents = np.repeat(np.array(self.origins, dtype=np.int64), self.counts)
+        candidates = self.states
+        self.generated += len(candidates)
+        self.fps, self.states, self.origins, self.counts = array("q"), [], [], []
+        self.keep(fps, parents, candidates)
+
+    def keep(self, fps: np.ndarray, parents: np.ndarray, candidates: list, chosen: np.ndarray | None = None) -> None:
+        """Offer candidates to the table, the new ones to the level with their violations; `chosen`:
+        which of the candidates `fps` and `parents` stand for (all if None)."""
         new = np.flatnonzero(self.visited.offer(fps, parents))
-        fps, candidates = fps[new], self.states
-        states = [candidates[at] for at in new.tolist()]
+        fps = fps[new]
+        states = [candidates[at] for at in (new if chosen is None else chosen[new]).tolist()]
         if self.thaw is not None:
             states = list(map(self.thaw, states))
         self.level.extend(fps, states)
@@ -151,8 +168,6 @@ class Builder:
             found = violations(state)
             if found:
                 self.findings.extend((depth, int(fps[at]), v) for v in found)
-        self.generated += len(candidates)
-        self.fps, self.states, self.origins, self.counts = array("q"), [], [], []
 
     def finish(self) -> Level:
         """The level complete: the last candidates offered, the parent links written, the states closed."""
