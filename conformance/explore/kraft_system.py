@@ -7,6 +7,7 @@ checks are computed once per distinct input and then looked up. The transitions 
 are model.cluster's and model.node's: this module only chooses how states are stored.
 """
 
+import bisect
 import hashlib
 import itertools
 import sys
@@ -245,15 +246,21 @@ class KraftSystem:
         a message inert, so the bag is filtered only then; the move's own messages were filtered
         once, when the move was made.
         """
-        state, (after, sent, _count, epoch_changed, _canonical, _key, _fast), at = handle
+        state, move, at = handle
         bag = state[self.size + 1 :]
         if at >= 0:
             bag = bag[:at] + bag[at + 1 :]
-        if epoch_changed:
-            bag = self._live(bag, after)
+        if move[3]:  # an epoch changed
+            bag = self._live(bag, move[0])
+        sent = move[1]
         if sent:
-            bag = tuple(sorted(bag + sent, key=self.messages.fps.__getitem__))
-        return after + bag
+            in_bag_order = self.messages.fps.__getitem__
+            if len(sent) == 1:  # most moves send one message: put it in place (a third faster than sorting)
+                place = bisect.bisect(bag, in_bag_order(sent[0]), key=in_bag_order)
+                bag = bag[:place] + sent + bag[place:]
+            else:
+                bag = tuple(sorted(bag + sent, key=in_bag_order))
+        return move[0] + bag
 
     def key(self, handle: tuple) -> tuple:
         """The action key of an expand() handle (see action())."""

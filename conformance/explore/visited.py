@@ -98,28 +98,26 @@ class Segment:
         levels = np.broadcast_to(levels, keys.shape)
         new = np.zeros(len(keys), dtype=bool)
         final = np.empty(len(keys), dtype=np.int64)
-        pending = np.arange(len(keys))
         bits = np.uint64(len(self.fps).bit_length() - 1)
         slot = ((hashes << np.uint64(SEGMENT_BITS)) >> (np.uint64(64) - bits)).astype(np.int64)  # the bits below the segment's
+        pending, wanted = np.arange(len(keys)), keys  # the keys still looking, in the batch's order, and where
         while len(pending):
-            at = slot[pending]
-            held = table[at]
-            mine = pending[held == keys[pending]]
-            final[mine] = slot[mine]
+            held = table[slot]
+            found = held == wanted
+            final[pending[found]] = slot[found]
             free = held == EMPTY
-            claimants = pending[free]
-            taken, first = np.unique(at[free], return_index=True)  # the earliest claimant of a free slot wins it
-            winners = claimants[first]
-            table[taken] = keys[winners]
-            self.levels[taken] = levels[winners]
-            new[winners] = True
-            final[winners] = taken
-            lost = np.ones(len(claimants), dtype=bool)
-            lost[first] = False
-            losers = claimants[lost]  # look again at the same slot
-            others = pending[(held != EMPTY) & (held != keys[pending])]
-            slot[others] = (slot[others] + 1) & mask
-            pending = np.sort(np.concatenate((losers, others)))
+            claims = np.flatnonzero(free)
+            if len(claims):
+                taken, first = np.unique(slot[claims], return_index=True)  # the earliest claimant of a free slot wins it
+                winners = claims[first]
+                table[taken] = wanted[winners]
+                self.levels[taken] = levels[pending[winners]]
+                new[pending[winners]] = True
+                final[pending[winners]] = taken
+                found[winners] = True
+            again = ~found
+            slot = np.where(free, slot, (slot + 1) & mask)[again]  # a claimant that lost looks at the same slot again
+            pending, wanted = pending[again], wanted[again]
         self.count += int(new.sum())
         return new, final
 
