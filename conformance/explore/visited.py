@@ -100,7 +100,7 @@ class Segment:
         final = np.empty(len(keys), dtype=np.int64)
         bits = np.uint64(len(self.fps).bit_length() - 1)
         slot = ((hashes << np.uint64(SEGMENT_BITS)) >> (np.uint64(64) - bits)).astype(np.int64)  # the bits below the segment's
-        pending, wanted = np.arange(len(keys)), keys  # the keys still looking, in the batch's order, and where
+        pending, wanted = np.arange(len(keys)), keys  # the keys still looking: their places in the batch (in order), their values
         while len(pending):
             held = table[slot]
             found = held == wanted

@@ -111,15 +111,18 @@ class Started:
     test's directory (workers, the node, its daemon). All of it is killed when the test ends."""
 
     def __init__(self, directory: Path) -> None:
+        self.directory = directory
         self.marker = f"{directory}/"
         self.processes: list[subprocess.Popen] = []
         self.guards: list[int] = []
 
     def kraftcheck(self, *args: str) -> subprocess.Popen:
-        # SIGINT as a terminal delivers it, even if the test runner was started with it ignored.
+        # SIGINT as a terminal delivers it, even if the test runner was started with it ignored. Its
+        # temporary files go to the test's directory: a killed coordinator cannot remove its own.
         process = subprocess.Popen(
             [sys.executable, "-m", "conformance.cli", *args],
             cwd=ROOT,
+            env={**os.environ, "TMPDIR": str(self.directory)},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
