@@ -326,27 +326,35 @@ class KraftSystem:
     def parts(self, states: Iterable[tuple[int, ...]]) -> list[tuple[int, int, bytes]]:
         """(fingerprint, kind, encoding) of every part of some states, once each: what another
         process needs to unpack them."""
+        return [
+            (interned.fps[value_id], kind, interned.encoded(value_id))
+            for kind, (interned, ids) in enumerate(zip((self.nodes, self.histories, self.messages), self.part_ids(states)))
+            for value_id in ids
+        ]
+
+    def part_ids(self, states: Iterable[tuple[int, ...]]) -> tuple[set[int], set[int], set[int]]:
+        """The ids of the node states, histories and messages some states are made of."""
         size = self.size
         node_ids, history_ids, message_ids = set(), set(), set()
         for state in states:
             node_ids.update(state[:size])
             history_ids.add(state[size])
             message_ids.update(state[size + 1 :])
-        return [
-            (interned.fps[value_id], kind, interned.encoded(value_id))
-            for kind, interned, ids in ((0, self.nodes, node_ids), (1, self.histories, history_ids), (2, self.messages, message_ids))
-            for value_id in ids
-        ]
+        return node_ids, history_ids, message_ids
 
     def learn(self, fp: int, kind: int, encoded: bytes) -> None:
         (self.nodes, self.histories, self.messages)[kind].learn(fp, encoded)
 
     def unpack(self, packed: bytes) -> tuple[int, ...]:
         """A packed state in this process's ids; its parts must have been learned. pack(unpack(p)) == p."""
-        fps = array("q", packed)
+        return self.translated(array("q", packed), (self.nodes.by_fp, self.histories.by_fp, self.messages.by_fp))
+
+    def translated(self, state, names: tuple[dict, dict, dict]) -> tuple[int, ...]:
+        """A state whose parts are named otherwise (their fingerprints, another process's ids), in
+        this process's ids: `names` maps them, per kind (node states, histories, messages)."""
+        nodes, histories, messages = names
         size = self.size
-        nodes, messages = self.nodes.by_fp, self.messages.by_fp
-        return tuple(nodes[f] for f in fps[:size]) + (self.histories.by_fp[fps[size]],) + tuple(messages[f] for f in fps[size + 1 :])
+        return tuple(map(nodes.__getitem__, state[:size])) + (histories[state[size]],) + tuple(map(messages.__getitem__, state[size + 1 :]))
 
     def action(self, key: tuple) -> Action:
         """The model.cluster action an explorer action key stands for."""

@@ -26,7 +26,6 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from itertools import chain
 from pathlib import Path
 
 import msgspec
@@ -149,15 +148,11 @@ class Worker:
 
     def batch(self, owner: int, fps: list[int], parents: list[int], handles: list[tuple]) -> bytes:
         """Successors bound for one owner, in this worker's ids, with the parts it has not been sent yet."""
-        system, size = self.system, self.system.size
+        system = self.system
         states = list(map(system.reach, handles))
         parts = []
-        for interned, sent, ids in zip(
-            (system.nodes, system.histories, system.messages),
-            self.sent_parts[owner],
-            (chain.from_iterable(s[:size] for s in states), (s[size] for s in states), chain.from_iterable(s[size + 1 :] for s in states)),
-        ):
-            fresh = set(ids) - sent
+        for interned, sent, ids in zip((system.nodes, system.histories, system.messages), self.sent_parts[owner], system.part_ids(states)):
+            fresh = ids - sent
             sent |= fresh
             parts.append([(i, interned.values[i]) for i in fresh])
         return self.encoder.encode(Batch(self.index, *parts, fps, parents, states))
@@ -165,9 +160,7 @@ class Worker:
     def translate(self, received: tuple[int, tuple[int, ...]]) -> tuple[int, ...]:
         """A state a peer sent, in this worker's ids."""
         sender, state = received
-        nodes, histories, messages = self.received_ids[sender]
-        size = self.system.size
-        return tuple(map(nodes.__getitem__, state[:size])) + (histories[state[size]],) + tuple(map(messages.__getitem__, state[size + 1 :]))
+        return self.system.translated(state, self.received_ids[sender])
 
     def ingest(self, batches: list[bytes]) -> tuple[int, list]:
         """Take in the states other workers found; the level ends: its new states are the next
