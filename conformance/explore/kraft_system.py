@@ -239,6 +239,26 @@ class KraftSystem:
         """The shard keys of expand()'s successors (see fingerprint_and_shard)."""
         return [handle[1][4][1] for handle in handles]
 
+    def grouped(self, states: list[tuple[int, ...]]) -> list[int]:
+        """The states' positions, those with the same node states and history together (in order of
+        first appearance): expanding such states one after another finds their moves, checks and
+        message fingerprints still in the CPU's caches.
+
+        The sharded engine orders its levels so: a shard's frontier, a subsequence of the order in
+        which one process finds the states, has lost the locality that order has (measured: 14 %
+        more time in expand()); grouped, two workers spend 7 % less CPU. One process gains nothing
+        (its order is local already) and would pay the grouping (~2 %)."""
+        end = self.size + 1
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for at, state in enumerate(states):
+            prefix = state[:end]
+            group = groups.get(prefix)
+            if group is None:
+                groups[prefix] = [at]
+            else:
+                group.append(at)
+        return [at for group in groups.values() for at in group]
+
     def reach(self, handle: tuple) -> tuple[int, ...]:
         """The state an expand() handle stands for.
 

@@ -138,6 +138,7 @@ class Worker:
         system = self.system
         builder = self.builder = RoutingBuilder(system, self.space.visited, self.space.level(depth), depth, self)
         builder.thaw = system.reach
+        builder.grouped = system.grouped
         add, expand = builder.add, system.expand
         for parent_fp, state in self.frontier:
             found_fps, found = expand(state)
