@@ -46,7 +46,7 @@ from conformance.explore.engine import (
 )
 from conformance.explore.frontier import Level
 from conformance.explore.visited import smallest_parents
-from conformance.explore.workspace import Builder, ResumeError, Workspace, read_checkpoint, write_checkpoint
+from conformance.explore.workspace import BATCH, Builder, ResumeError, Workspace, read_checkpoint, write_checkpoint
 from conformance.explore.kraft_system import KraftSystem
 from model.cluster import History
 from model.config import ConfigError
@@ -80,7 +80,7 @@ class RoutingBuilder(Builder):
     in), every candidate is its own."""
 
     def __init__(self, system, visited, level, depth: int, worker: "Worker") -> None:
-        super().__init__(system, visited, level, depth)
+        super().__init__(system, visited, level, depth, BATCH // worker.count)
         self.worker = worker
         self.routing = True
         self.outgoing: list[list[bytes]] = [[] for _ in range(worker.count)]  # per owner, its batches

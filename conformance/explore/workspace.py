@@ -19,7 +19,10 @@ from conformance.explore.visited import Visited
 from model.config import ConfigError
 from spec.trace import write_bytes_atomically
 
-BATCH = 1 << 20  # candidates a batch offered to the fingerprint table: large enough that numpy's cost per call fades (measured on tlc-kraft-if4: 2**20 2-3 % faster than 2**19, 2**16 15 % slower)
+# Candidates a search offers the fingerprint table at a time, all its processes together: large
+# enough that numpy's cost per call fades (measured on tlc-kraft-if4: 2**20 2-3 % faster than
+# 2**19, 2**16 15 % slower), and shared among workers so that memory a state stays the same.
+BATCH = 1 << 20
 CHECKPOINT = "search.json"
 
 
@@ -111,8 +114,8 @@ class Builder:
     """The level being built: candidates (fingerprint, parent fingerprint, state) collected, offered
     to the table a batch at a time; the new ones go to the level, with their violations."""
 
-    def __init__(self, system, visited: Visited, level: Level, depth: int) -> None:
-        self.system, self.visited, self.level, self.depth = system, visited, level, depth
+    def __init__(self, system, visited: Visited, level: Level, depth: int, batch: int = BATCH) -> None:
+        self.system, self.visited, self.level, self.depth, self.batch = system, visited, level, depth, batch
         self.fps = array("q")  # converted as they come, while their int objects are still in cache
         self.states: list = []
         self.origins: list[int] = []  # per state the candidates came from, its fingerprint and how many
@@ -128,7 +131,7 @@ class Builder:
         self.states += states
         self.origins.append(parent_fp)
         self.counts.append(len(states))
-        if len(self.states) >= BATCH:
+        if len(self.states) >= self.batch:
             self.flush()
 
     def add_each(self, fps: list[int], parents: list[int], states: list) -> None:
@@ -137,7 +140,7 @@ class Builder:
         self.states += states
         self.origins += parents
         self.counts += [1] * len(states)
-        if len(self.states) >= BATCH:
+        if len(self.states) >= self.batch:
             self.flush()
 
     def offer(self, fp: int, parent_fp: int | None, state: object) -> None:
