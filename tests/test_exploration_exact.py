@@ -147,6 +147,16 @@ def test_expand_finds_the_fingerprints_of_the_states_it_reaches(name, max_in_fli
     assert checked > 1000
 
 
+def test_grouped_puts_states_with_the_same_nodes_and_history_together_in_order_of_first_appearance():
+    """The sharded engine's level order: a permutation of the batch, equal (node states, history)
+    prefixes side by side, groups and the states inside them in the order they came."""
+    system = KraftSystem(ClusterConfig(voters=(1, 2, 3)), Bounds(client_values=1), max_epoch=2, max_in_flight=None)
+    assert system.size == 3
+    states = [(1, 2, 3, 0, 5, 6), (1, 2, 4, 0, 5), (1, 2, 3, 0), (1, 2, 4, 0, 7), (1, 2, 3, 1, 5), (1, 2, 3, 0, 9)]
+    assert system.grouped(states) == [0, 2, 5, 1, 3, 4]
+    assert system.grouped([]) == []
+
+
 def test_renaming_commutes_with_every_transition_but_resignation():
     """Symmetry is sound: renaming nodes then stepping equals stepping then renaming."""
     import random
