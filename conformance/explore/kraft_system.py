@@ -242,12 +242,7 @@ class KraftSystem:
     def grouped(self, states: list[tuple[int, ...]]) -> list[int]:
         """The states' positions, those with the same node states and history together (in order of
         first appearance): expanding such states one after another finds their moves, checks and
-        message fingerprints still in the CPU's caches.
-
-        The sharded engine orders its levels so: a shard's frontier, a subsequence of the order in
-        which one process finds the states, has lost the locality that order has (measured: 14 %
-        more time in expand()); grouped, two workers spend 7 % less CPU. One process gains nothing
-        (its order is local already) and would pay the grouping (~2 %)."""
+        message fingerprints still in the CPU's caches (see conformance.explore.sharded)."""
         end = self.size + 1
         groups: dict[tuple[int, ...], list[int]] = {}
         for at, state in enumerate(states):

@@ -138,6 +138,9 @@ class Worker:
         system = self.system
         builder = self.builder = RoutingBuilder(system, self.space.visited, self.space.level(depth), depth, self)
         builder.thaw = system.reach
+        # A shard's frontier, a subsequence of the order one process finds states in, has lost that
+        # order's locality (measured: 14 % more time in expand()); grouped, two workers spend 7 % less
+        # CPU. One process is not grouped: its order is local already (grouping measured 0-2 % slower).
         builder.grouped = system.grouped
         add, expand = builder.add, system.expand
         for parent_fp, state in self.frontier:
