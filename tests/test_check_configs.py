@@ -35,6 +35,19 @@ def test_smoke_counts(workers):
     assert (result.distinct, result.generated, result.depth) == PINNED["smoke"]
 
 
+def test_a_sharded_search_accounts_for_each_workers_time():
+    """Each worker was busy, or waiting for the slowest to end a level's expansion or intake: all
+    of them for equally long, within the search's time. One process has no workers to account for."""
+    assert run("smoke", 1).worker_seconds == []
+    for workers in (2, 3):
+        result = run("smoke", workers)
+        assert len(result.worker_seconds) == workers
+        assert all(busy > 0 and waiting >= 0 for busy, waiting in result.worker_seconds)
+        totals = [busy + waiting for busy, waiting in result.worker_seconds]
+        assert max(totals) - min(totals) < 1e-6
+        assert max(totals) <= result.seconds
+
+
 def test_faults_counts():
     result = run("faults", 1)
     assert result.complete and not result.counterexamples

@@ -65,6 +65,7 @@ def summary(name: str, config: CheckConfig | IsrCheckConfig, system: KraftSystem
         "workers": workers,
         "distinct_per_s": round(result.distinct / result.seconds) if result.seconds else 0,
         "distinct_per_s_per_core": round(result.distinct / result.seconds / workers) if result.seconds else 0,
+        "worker_seconds": [{"busy": round(busy, 3), "waiting": round(waiting, 3)} for busy, waiting in result.worker_seconds],
         "vacuous": vacuous,
         "properties": {rule: ("violated" if rule in violated else verdict) for rule in system.property_ids()},
         "violations": [
@@ -89,6 +90,8 @@ def summary_table(data: dict) -> str:
         ("distinct states/s", f"{data['distinct_per_s']:,}"),
         ("symmetry reduction", "on" if data["symmetry"] else "off"),
     ]
+    if data["worker_seconds"]:  # sharded: how evenly the work was spread
+        rows.append(("workers' seconds busy/waiting", ", ".join(f"{w['busy']:.1f}/{w['waiting']:.1f}" for w in data["worker_seconds"])))
     bounds = data["bounds"]
     if "max_in_flight" in bounds:  # a KRaft configuration
         rows.append(("messages in flight", f"at most {bounds['max_in_flight']}" if bounds["max_in_flight"] else "no bound"))

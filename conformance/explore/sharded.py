@@ -206,10 +206,10 @@ def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], 
                 return  # the coordinator is done, or gone
             if command == "start":
                 connection.send(worker.start(argument))
-            elif command == "expand":
-                connection.send(worker.expand(argument))
-            elif command == "ingest":
-                connection.send(worker.ingest(argument))
+            elif command in ("expand", "ingest"):  # timed: the coordinator sums who waited for whom
+                started = time.perf_counter()
+                reply = worker.expand(argument) if command == "expand" else worker.ingest(argument)
+                connection.send((*reply, time.perf_counter() - started))
             elif command == "parent":
                 connection.send(worker.space.visited.parent(argument))
     except (ConfigError, OSError) as refusal:  # a damaged state directory, a full disk: the coordinator raises it as it is
@@ -308,6 +308,16 @@ def explore_sharded(
         for d, fp, rule, detail in saved.findings:
             findings.note(d, fp, (Violation(rule, detail),))
     coordinator = Coordinator(make_system, workers, state_dir)
+    busy, waiting = [0.0] * workers, [0.0] * workers
+
+    def timed(replies: list[tuple]) -> list[tuple]:
+        """The workers' replies to one command, less the seconds each took, which are summed."""
+        slowest = max(reply[-1] for reply in replies)
+        for index, reply in enumerate(replies):
+            busy[index] += reply[-1]
+            waiting[index] += slowest - reply[-1]
+        return [reply[:-1] for reply in replies]
+
     try:
         started = coordinator.broadcast("start", [completed] * workers)
         frontier = sum(size for size, _ in started)
@@ -322,13 +332,13 @@ def explore_sharded(
             stopped = limit_reached(distinct, max_states, start, max_seconds)
             if stopped:
                 break
-            expanded = coordinator.broadcast("expand", [depth + 1] * workers)
+            expanded = timed(coordinator.broadcast("expand", [depth + 1] * workers))
             inbound: list[list[bytes]] = [[] for _ in range(workers)]
             for produced, batches in expanded:
                 generated += produced
                 for owner, sent in enumerate(batches):
                     inbound[owner] += sent
-            ingested = coordinator.broadcast("ingest", inbound)
+            ingested = timed(coordinator.broadcast("ingest", inbound))
             frontier = sum(size for size, _ in ingested)
             for _size, found in ingested:
                 findings.note_all(found)
@@ -356,7 +366,7 @@ def explore_sharded(
             Counterexample(v, shortest_path(local, parent_of, fp))
             for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
         ]
-        return Result(distinct, generated, depth, seconds, not frontier, counterexamples, stopped=stopped)
+        return Result(distinct, generated, depth, seconds, not frontier, counterexamples, stopped=stopped, worker_seconds=list(zip(busy, waiting)))
     except KeyboardInterrupt:
         raise SearchInterrupted(distinct, generated, depth, time.perf_counter() - start) from None
     finally:
