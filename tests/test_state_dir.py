@@ -142,3 +142,20 @@ def test_a_damaged_state_directory_is_refused_with_the_file_named(tmp_path, caps
     error = capsys.readouterr().err
     assert "cannot resume the search kept there, a file is missing or damaged" in error and "Traceback" not in error
     assert (victim.name if damage == "the frontier cut short" else "seen-03-") in error
+
+
+def test_a_search_removes_the_temporary_directories_of_searches_whose_process_is_gone(tmp_path, monkeypatch):
+    """Only those named after a process that no longer runs: a running search's, and directories
+    named otherwise, stay."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = tmp_path / f"kraftcheck-search-{gone.pid}-abc"
+    running = tmp_path / f"kraftcheck-search-{os.getppid()}-abc"
+    other = tmp_path / "kraftcheck-search-notapid"
+    for directory in (stale, running, other):
+        directory.mkdir()
+        (directory / "parents-0.npy").write_bytes(b"links")
+    explore(system_for(resolve("smoke", {})))
+    assert not stale.exists() and running.exists() and other.exists()
+    assert not list(tmp_path.glob(f"kraftcheck-search-{os.getpid()}-*"))  # its own, removed at its end

@@ -22,7 +22,6 @@ import contextlib
 import multiprocessing
 import os
 import signal
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -46,7 +45,7 @@ from conformance.explore.engine import (
 )
 from conformance.explore.frontier import Level
 from conformance.explore.visited import smallest_parents
-from conformance.explore.workspace import BATCH, Builder, ResumeError, Workspace, read_checkpoint, write_checkpoint
+from conformance.explore.workspace import BATCH, Builder, ResumeError, Workspace, read_checkpoint, scratch_directory, write_checkpoint
 from conformance.explore.kraft_system import KraftSystem
 from model.cluster import History
 from model.config import ConfigError
@@ -228,7 +227,7 @@ class Coordinator:
         self.count = workers
         self.connections = []
         self.processes = []
-        self.temporary = None if state_dir is not None else tempfile.TemporaryDirectory(prefix="kraftcheck-search-")
+        self.temporary = None if state_dir is not None else scratch_directory()
         root = Path(state_dir if state_dir is not None else self.temporary.name)
         for index in range(workers):
             mine, theirs = context.Pipe()

@@ -1,12 +1,15 @@
 """Where a search keeps what it has seen, and how it carries on after being killed.
 
 In memory (the default) the fingerprint table and the levels' states are in RAM and only the parent
-links go to a temporary directory. With a directory (`check --state-dir`), everything is there: the
+links go to a temporary directory (scratch_directory: one a search killed before it could remove
+it is removed by the next search). With a directory (`check --state-dir`), everything is there: the
 table mapped from a file, each level's states in a file, the parts log, and after every level a
 checkpoint (search.json) naming the levels completed, so `check --resume` continues from the last
 completed level. A level's builder offers candidates to the table in batches and keeps the new ones.
 """
 
+import os
+import shutil
 import tempfile
 from array import array
 from pathlib import Path
@@ -24,6 +27,28 @@ from spec.trace import write_bytes_atomically
 # 2**19, 2**16 15 % slower), and shared among workers so that memory a state stays the same.
 BATCH = 1 << 20
 CHECKPOINT = "search.json"
+SCRATCH_PREFIX = "kraftcheck-search-"  # then the process id of the search, a dash, tempfile's letters
+
+
+def scratch_directory() -> tempfile.TemporaryDirectory:
+    """A temporary directory for a search, named after its process. Those of searches whose process
+    is gone (killed, by SIGKILL too, before they could remove theirs) go first: a parent link takes
+    16 bytes a state, gigabytes for a large search."""
+    for stale in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
+        pid = stale.name[len(SCRATCH_PREFIX) :].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    return tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 class Checkpoint(msgspec.Struct):
@@ -50,7 +75,7 @@ class Workspace:
         links go to `directory` or, without one, to a temporary directory removed by close()."""
         self.system = system
         self.on_disk = directory is not None if on_disk is None else on_disk
-        self._temporary = None if directory is not None else tempfile.TemporaryDirectory(prefix="kraftcheck-search-")
+        self._temporary = None if directory is not None else scratch_directory()
         self.directory = Path(directory) if directory is not None else Path(self._temporary.name)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.parts = PartsLog(self.directory / "parts.bin", system) if self.on_disk else None

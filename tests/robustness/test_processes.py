@@ -174,6 +174,12 @@ def test_sigkill_of_a_sharded_check_takes_its_workers_with_it(started, tmp_path)
     check.kill()
     check.wait(timeout=WAIT_SECONDS)
     wait_for(lambda: not [pid for pid in workers if alive(pid)], "the workers to die with their coordinator")
+    # What it could not remove (its parent links), the next search does.
+    left = list(tmp_path.glob(f"kraftcheck-search-{check.pid}-*"))
+    assert len(left) == 1 and list(left[0].rglob("parents-*.npy"))
+    following = started.kraftcheck("check", "--config", "smoke", "--workers", "1", "--out", str(tmp_path / "out"))
+    assert following.wait(timeout=WAIT_SECONDS) == 0
+    assert not left[0].exists()
 
 
 def test_ctrl_c_during_an_in_process_check_prints_the_partial_summary(started, tmp_path):
