@@ -24,7 +24,7 @@ from conformance.explore.check import system_for
 from conformance.explore.configs import resolve
 from conformance.explore.engine import explore
 from conformance.explore.spark_engine import explore_spark
-from conformance.spark.session import SparkOptions, spark_session
+from conformance.spark.session import SparkOptions, SparkUnavailable, _failures_explained, spark_session
 from conformance.spark.standalone import StandaloneCluster
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH: Spark cannot start (scripts/bootstrap installs it)")
@@ -219,3 +219,19 @@ def test_an_interrupted_search_on_spark_prints_what_it_explored_and_leaves_no_pr
     while spark_processes() - before and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not spark_processes() - before
+
+
+def test_py4j_failing_while_it_cleans_up_after_an_interrupt_is_the_interrupt():
+    """Py4J, closing its sockets after an interrupt cut a call short, may raise an error of its own
+    (seen: "Gateway must be connected to send cancel cmd."): the user interrupted, nothing failed."""
+    from py4j.protocol import Py4JError
+
+    with pytest.raises(KeyboardInterrupt):
+        with _failures_explained(None):
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                raise Py4JError("Gateway must be connected to send cancel cmd.")  # as Py4J does, in its handler
+    with pytest.raises(SparkUnavailable, match="a Spark job failed: the JVM refused"):
+        with _failures_explained(None):
+            raise Py4JError("the JVM refused")
