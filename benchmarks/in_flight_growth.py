@@ -6,8 +6,9 @@ The public KRaft TLA+ specification bounds no such thing; bound 0 runs without o
 longer binds: the same counts at N and N + 2, both exhausted. For each bound and each run (`--runs`: a worker count, with `:disk` for
 `check --state-dir`, the disk-backed mode) this runs `kraftcheck check --json` in a child
 process and prints: exhausted or not, distinct states, depth, wall seconds, distinct states
-per second per core, the peak memory of the whole process tree (sampled) and that peak per
-distinct state, and for disk runs the size of the state directory at the end; then the
+per second per core, the peak memory of the whole process tree (its proportional set size,
+sampled: pages the workers share are counted once) and that peak per distinct state, and for
+disk runs the size of the state directory at the end; then the
 smallest bound from which the counts stop growing, if the runs show one.
 
     .venv/bin/python benchmarks/in_flight_growth.py [--config NAME] [--bounds 4 5 6 0]
@@ -27,12 +28,12 @@ from pathlib import Path
 from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = os.sysconf("SC_PAGE_SIZE")
-SAMPLE_SECONDS = 0.2
+SAMPLE_SECONDS = 0.5  # reading a process's page counts takes milliseconds on gigabytes: sampled
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of a process and all its descendants, read from /proc."""
+def tree_pss(root: int) -> int:
+    """Proportional set size of a process and all its descendants, read from /proc: pages several
+    of them map (the workers' shared fingerprint table) are counted once, not once per process."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -45,8 +46,9 @@ def tree_rss(root: int) -> int:
     while pending:
         pid = pending.pop()
         try:
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
-        except OSError:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+            total += int(next(line for line in rollup.splitlines() if line.startswith("Pss:")).split()[1]) * 1024
+        except (OSError, StopIteration):
             pass
         pending += children.get(pid, [])
     return total
@@ -69,7 +71,7 @@ def measured_check(arguments: list[str], on_disk: bool) -> tuple[dict, int, int 
 
         def sample() -> None:
             while process.poll() is None:
-                peak[0] = max(peak[0], tree_rss(process.pid))
+                peak[0] = max(peak[0], tree_pss(process.pid))
                 time.sleep(SAMPLE_SECONDS)
 
         sampler = threading.Thread(target=sample, daemon=True)

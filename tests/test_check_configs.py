@@ -36,7 +36,7 @@ def test_smoke_counts(workers):
 
 
 def test_a_sharded_search_accounts_for_each_workers_time():
-    """Each worker was busy, or waiting for the slowest to end a level's expansion or intake: all
+    """Each worker was busy, or waiting for the slowest to end a level's handover or expansion: all
     of them for equally long, within the search's time. One process has no workers to account for."""
     assert run("smoke", 1).worker_seconds == []
     for workers in (2, 3):

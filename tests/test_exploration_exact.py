@@ -114,8 +114,8 @@ DUPLICATING = (ClusterConfig(voters=(1, 2)), Bounds(client_values=1, duplication
 )
 def test_expand_finds_the_fingerprints_of_the_states_it_reaches(name, max_in_flight):
     """expand() finds a successor's fingerprint from its parent's bag (its sum, less the message
-    taken out, plus the move's) and builds the state only on demand: that fingerprint and shard
-    key must be those a fresh system computes from the built state alone, in the order successors()
+    taken out, plus the move's) and builds the state only on demand: that fingerprint must be the
+    one a fresh system computes from the built state alone, in the order successors()
     gives; and each handle's action key must name the step (a delivery, a copy delivered, a loss, a
     node's own event) that model.cluster takes to the same nodes, history and live messages."""
     config, faults, max_epoch, max_elections = SCENARIOS.get(name, DUPLICATING)
@@ -130,11 +130,10 @@ def test_expand_finds_the_fingerprints_of_the_states_it_reaches(name, max_in_fli
         following = []
         for state in frontier:
             fps, handles = explorer.expand(state)
-            shards = explorer.shards(handles)
             successors = list(explorer.successors(state))
-            for fp, shard, handle, (key, successor) in zip(fps, shards, handles, successors, strict=True):
+            for fp, handle, (key, successor) in zip(fps, handles, successors, strict=True):
                 assert explorer.reach(handle) == successor
-                assert (fp, shard) == fresh.fingerprint_and_shard(fresh.encode(explorer.decode(successor)))
+                assert fp == fresh.fingerprint(fresh.encode(explorer.decode(successor)))
                 applied, _ = explorer.cluster.apply(explorer.decode(state), explorer.action(key))
                 stepped = explorer.encode(applied)
                 size = explorer.size
@@ -145,16 +144,6 @@ def test_expand_finds_the_fingerprints_of_the_states_it_reaches(name, max_in_fli
                     following.append(successor)
         frontier = following
     assert checked > 1000
-
-
-def test_grouped_puts_states_with_the_same_nodes_and_history_together_in_order_of_first_appearance():
-    """The sharded engine's level order: a permutation of the batch, equal (node states, history)
-    prefixes side by side, groups and the states inside them in the order they came."""
-    system = KraftSystem(ClusterConfig(voters=(1, 2, 3)), Bounds(client_values=1), max_epoch=2, max_in_flight=None)
-    assert system.size == 3
-    states = [(1, 2, 3, 0, 5, 6), (1, 2, 4, 0, 5), (1, 2, 3, 0), (1, 2, 4, 0, 7), (1, 2, 3, 1, 5), (1, 2, 3, 0, 9)]
-    assert system.grouped(states) == [0, 2, 5, 1, 3, 4]
-    assert system.grouped([]) == []
 
 
 def test_renaming_commutes_with_every_transition_but_resignation():

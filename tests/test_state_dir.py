@@ -130,12 +130,11 @@ def test_a_damaged_state_directory_is_refused_with_the_file_named(tmp_path, caps
     kept = tmp_path / "kept"
     process = kraftcheck(*MATCHED_TLC, "--workers", workers, "--state-dir", str(kept), "--out", str(tmp_path))
     completed = kill_after_level(process, kept, level=8)
-    shard = kept / "worker-1" if workers == "2" else kept
-    if damage == "a table segment gone":
-        victim = next(shard.glob("seen-03-*.fps.npy"))
+    if damage == "a table segment gone":  # the table: the search's, its workers' alike
+        victim = next(kept.glob("seen-03-*.fps.npy"))
         victim.unlink()
     else:
-        victim = shard / f"states-{completed - 1}.bin"
+        victim = (kept / "worker-1" if workers == "2" else kept) / f"states-{completed - 1}.bin"
         victim.write_bytes(victim.read_bytes()[:-5])
     capsys.readouterr()
     assert cli.main(["check", "--resume", str(kept), "--out", str(tmp_path)]) == 2

@@ -1,12 +1,13 @@
 """The fingerprint table against a plain Python set and dict: new-ness, smallest parents, growth,
-the fingerprint 0, and rolling a disk-backed table back to a completed level."""
+the fingerprint 0, rolling a disk-backed table back to a completed level, and processes sharing one."""
 
+import multiprocessing
 import random
 
 import numpy as np
 import pytest
 
-from conformance.explore.visited import Visited
+from conformance.explore.visited import SEGMENTS, Board, Table, Visited
 
 
 def levels_of_candidates(seed: int, levels: int, per_level: int, universe: int) -> list[list[tuple[int, int]]]:
@@ -55,7 +56,7 @@ def test_the_table_answers_as_a_set_does(tmp_path, on_disk: bool, batch: int) ->
         assert offer_all(visited, candidates, batch) == news[level]
         visited.settle()
     assert len(visited) == len(set(fp for candidates in levels for fp, _ in candidates))
-    assert all(len(segment.fps) >= 64 for segment in visited.segments)  # grown from 4 slots
+    assert all(len(segment.fps) >= 64 for segment in visited.table.segments)  # grown from 4 slots
     for level in parents:
         for fp, parent in level.items():
             assert visited.parent(fp) == parent
@@ -82,3 +83,46 @@ def test_a_disk_backed_table_rolls_back_to_a_completed_level(tmp_path) -> None:
     for level in (3, 4, 5):
         assert offer_all(resumed, levels[level], 700) == news[level]
         resumed.settle()
+
+
+def offer_shared(index: int, table: Table, directory, levels: list[list[tuple[int, int]]], barrier, connection) -> None:
+    """One of two processes sharing `table`: every other candidate of each level, in small batches
+    (the two take turns at the segments' locks often); the fingerprints it was told are new, and
+    the parent links it wrote."""
+    visited = Visited(directory / f"worker-{index}", table=table, first=index * SEGMENTS // 2)
+    visited.directory.mkdir()
+    new_per_level = []
+    for candidates in levels:
+        mine = candidates[index::2]
+        new_per_level.append([fp for (fp, _), new in zip(mine, offer_all(visited, mine, 37)) if new])
+        barrier.wait()  # the level ends for both before either labels the next one
+        visited.settle()
+    links = [{fp: visited.parent(fp) for fp, _ in candidates} for candidates in levels]
+    connection.send((new_per_level, links))
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_processes_sharing_a_table_find_each_state_new_once_and_its_smallest_parent(tmp_path, on_disk: bool) -> None:
+    levels = levels_of_candidates(seed=11, levels=4, per_level=6000, universe=8000)
+    news, parents = reference(levels)
+    context = multiprocessing.get_context("fork")
+    table = Table(tmp_path, on_disk=on_disk, capacity=4, board=Board(context))  # small: segments grow, by one process or the other
+    barrier = context.Barrier(2, timeout=60)
+    ends = [context.Pipe() for _ in range(2)]
+    workers = [context.Process(target=offer_shared, args=(index, table, tmp_path, levels, barrier, ends[index][1])) for index in range(2)]
+    for worker in workers:
+        worker.start()
+    try:
+        answers = [ends[index][0].recv() if ends[index][0].poll(60) else pytest.fail(f"worker {index} did not answer") for index in range(2)]
+    finally:
+        for worker in workers:
+            worker.join(10)
+            worker.kill()
+    for level, candidates in enumerate(levels):
+        found_new = answers[0][0][level] + answers[1][0][level]
+        expected_new = [fp for (fp, _), new in zip(candidates, news[level]) if new]
+        assert sorted(found_new) == sorted(expected_new)  # each new fingerprint new for one process only
+        for fp, parent in parents[level].items():
+            known = [links[level][fp] for _new, links in answers if links[level].get(fp) is not None]
+            assert min(known) == parent
+    assert len(table) == len(set(fp for candidates in levels for fp, _ in candidates))

@@ -89,7 +89,7 @@ class Result(msgspec.Struct):
     interrupted: bool = False  # ended by an interrupt: the counts so far, not complete, no counterexamples
     stopped: str | None = None  # the limit that ended the search at a level boundary: "max-states" or "max-seconds"
     # A sharded search's workers, in this run (not those it resumed): each one's seconds busy, and
-    # waiting for the others to end the level's expansion or intake (the busiest sets the pace).
+    # waiting for the slowest to end a level's handover or expansion (the busiest sets the pace).
     worker_seconds: list[tuple[float, float]] = msgspec.field(default_factory=list)
 
 

@@ -175,7 +175,7 @@ class KraftSystem:
 
     def expand(self, state: tuple[int, ...]) -> tuple[list[int], list[tuple]]:
         """Every successor within the bounds, in a deterministic order, as two lists: fingerprints
-        and handles (see reach, key and shards): what the engines' hot loops take. Most successors
+        and handles (see reach and key): what the engines' hot loops take. Most successors
         have been seen before, so a successor's state is built only when asked for; its fingerprint
         is found without it.
 
@@ -221,38 +221,19 @@ class KraftSystem:
             move = handle[1]
             fast = move[6]
             if fast is None:
-                prefix_fp, _history_fp, renamings = move[4]
+                prefix_fp, renamings = move[4]
                 fp = hash((prefix_fp, self._bag_fp(renamings, self.reach(handle)[size + 1 :])))
             else:
                 prefix_fp, index, message_fps, sent_sum = fast
                 total = sums.get(index)
                 if total is None:
-                    total = sums[index] = self._bag_fp(move[4][2], bag)  # fills message_fps with the bag's messages
+                    total = sums[index] = self._bag_fp(move[4][1], bag)  # fills message_fps with the bag's messages
                 at = handle[2]
                 if at >= 0:
                     total -= message_fps[bag[at]]
                 fp = hash((prefix_fp, total + sent_sum))
             fps.append(fp)
         return fps, handles
-
-    def shards(self, handles: list[tuple]) -> list[int]:
-        """The shard keys of expand()'s successors (see fingerprint_and_shard)."""
-        return [handle[1][4][1] for handle in handles]
-
-    def grouped(self, states: list[tuple[int, ...]]) -> list[int]:
-        """The states' positions, those with the same node states and history together (in order of
-        first appearance): expanding such states one after another finds their moves, checks and
-        message fingerprints still in the CPU's caches (see conformance.explore.sharded)."""
-        end = self.size + 1
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for at, state in enumerate(states):
-            prefix = state[:end]
-            group = groups.get(prefix)
-            if group is None:
-                groups[prefix] = [at]
-            else:
-                group.append(at)
-        return [at for group in groups.values() for at in group]
 
     def reach(self, handle: tuple) -> tuple[int, ...]:
         """The state an expand() handle stands for.
@@ -287,17 +268,11 @@ class KraftSystem:
         return move[5]
 
     def fingerprint(self, state: tuple[int, ...]) -> int:
-        return self.fingerprint_and_shard(state)[0]
-
-    def fingerprint_and_shard(self, state: tuple[int, ...]) -> tuple[int, int]:
-        """The state's fingerprint, and its history's: a shard key most successors share.
-
-        Both are taken from the canonical renaming, so states equal up to symmetry get the
-        same pair wherever they are found (see _canonical_prefix).
-        """
+        """Taken from the canonical renaming: states equal up to symmetry get the same fingerprint
+        wherever they are found (see _canonical_prefix)."""
         size = self.size
-        prefix_fp, history_fp, renamings = self._canonical_of(state[: size + 1])
-        return hash((prefix_fp, self._bag_fp(renamings, state[size + 1 :]))), history_fp
+        prefix_fp, renamings = self._canonical_of(state[: size + 1])
+        return hash((prefix_fp, self._bag_fp(renamings, state[size + 1 :])))
 
     def violations(self, state: tuple[int, ...]) -> tuple[Violation, ...]:
         key = state[: self.size + 1]
@@ -458,7 +433,7 @@ class KraftSystem:
         prefix's fingerprint, the renaming, its message fingerprints, the sent messages' sum under
         it); None when the successor must be built first (an epoch changed, so messages may turn
         inert, or renamings tie, so bags decide)."""
-        prefix_fp, _history_fp, renamings = canonical
+        prefix_fp, renamings = canonical
         if epoch_changed or len(renamings) > 1:
             return None
         index, message_fps = renamings[0]
@@ -518,7 +493,7 @@ class KraftSystem:
             found = self._signatures[node_id] = (n.role, n.epoch, n.high_watermark, log, n.voted_id == -1, n.leader_id == -1)
         return found
 
-    def _canonical_of(self, prefix: tuple[int, ...]) -> tuple[int, int, list[tuple[int, dict]]]:
+    def _canonical_of(self, prefix: tuple[int, ...]) -> tuple[int, list[tuple[int, dict]]]:
         """_canonical_prefix, once per prefix while the cache holds it."""
         found = self._canonical.get(prefix)
         if found is None:
@@ -527,8 +502,8 @@ class KraftSystem:
             found = self._canonical[prefix] = self._canonical_prefix(prefix)
         return found
 
-    def _canonical_prefix(self, prefix: tuple[int, ...]) -> tuple[int, int, list[tuple[int, dict]]]:
-        """A (node states, history) prefix's canonical fingerprint, its history's, and the renamings that give it,
+    def _canonical_prefix(self, prefix: tuple[int, ...]) -> tuple[int, list[tuple[int, dict]]]:
+        """A (node states, history) prefix's canonical fingerprint and the renamings that give it,
         each with its cache of renamed message fingerprints.
 
         A state's canonical form is the smallest of its renamings as (node fingerprints, history
@@ -544,7 +519,7 @@ class KraftSystem:
                 best, ties = key, [(index, message_fps)]
             elif key == best:
                 ties.append((index, message_fps))
-        return hash(best), best[1], ties
+        return hash(best), ties
 
     def _renamings(self, node_ids: tuple[int, ...]) -> list[tuple[int, tuple[int, ...], dict]]:
         """For a tuple of node states, per canonical order: (permutation index, renamed node fingerprints,

@@ -1,25 +1,27 @@
 """The sharded engine: the same level-synchronous search on several worker processes.
 
-Each worker owns the states whose history fingerprint (canonical, like the state's) is its
-index modulo the worker count: a step rarely changes the history, so most successors stay with
-the worker that found them, and equal states still always meet at one owner. It expands
-its own frontier; the successors it does not own are sorted out with numpy as each batch of the
-level's candidates is offered (RoutingBuilder) and travel to their owner in the sender's ids for
-their parts (node states, history, messages), with the parts themselves sent only the first time
-that worker needs them; the receiver translates a state into its own ids only if it is new. The
-coordinator routes those batches, merges the findings with the same rule as
-conformance.explore.engine, and rebuilds counterexamples from the owners' parent links, so the
-counts and counterexamples equal the single-process engine's. Each worker keeps
-its shard in a workspace of its own (conformance.explore.workspace); with a state directory,
-state_dir/worker-N, and the coordinator writes the checkpoint once every worker has ended the level.
+The workers share one fingerprint table (conformance.explore.visited.Board: in memory, or the
+files of a state directory), each segment of it held by one worker at a time, so a state is new
+for exactly one of them wherever it is found: that worker keeps it, checks it, and expands it at
+the next level. Nothing else crosses between workers but the states handed over when a level
+begins, packed with their parts, so that each has about as much to expand (see handovers). Each worker writes the parent links of what it offered (a state found by several in one
+level keeps the smallest parent among them all), and the coordinator merges the findings with the
+rule of conformance.explore.engine, so the counts and the counterexamples equal the single-process
+engine's. A worker's levels are in a workspace of its own (conformance.explore.workspace); with a
+state directory, state_dir/worker-N beside the shared table, and the coordinator writes the
+checkpoint once every worker has ended the level.
 
 No worker outlives its coordinator: each asks to be killed when the coordinator dies (SIGKILL
 included) and holds no end of the pipes but its own, so a coordinator that ends, or is
-interrupted, closes them and reaps its workers.
+interrupted, closes them and reaps its workers; a worker that dies is noticed at once, not after
+the others, which may be waiting for a lock it held.
 """
 
 import contextlib
+import itertools
+import math
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import time
@@ -37,6 +39,7 @@ from conformance.explore.engine import (
     Progress,
     Result,
     SearchInterrupted,
+    System,
     Violation,
     checkpoint,
     limit_reached,
@@ -44,147 +47,117 @@ from conformance.explore.engine import (
     without_cycle_collection,
 )
 from conformance.explore.frontier import Level
-from conformance.explore.visited import smallest_parents
-from conformance.explore.workspace import BATCH, Builder, ResumeError, Workspace, read_checkpoint, scratch_directory, write_checkpoint
-from conformance.explore.kraft_system import KraftSystem
-from model.cluster import History
+from conformance.explore.visited import SEGMENTS, Board, Table
+from conformance.explore.workspace import BATCH, ResumeError, Workspace, read_checkpoint, resuming, scratch_directory, write_checkpoint
 from model.config import ConfigError
-from model.network import Envelope
-from model.state import NodeState
 
 STOP_GRACE_SECONDS = 1.0  # how long stop() lets busy workers finish before killing them
 
 
-class Batch(msgspec.Struct, array_like=True):
-    """States one worker hands another, in the sender's ids, and the parts (sender's id, value)
-    the receiver has not been sent yet."""
+class Handover(msgspec.Struct, array_like=True):
+    """Frontier states one worker hands another to expand: fingerprints (int64 bytes), the parts
+    they are made of (System.parts) and the states packed (System.pack)."""
 
-    sender: int
-    nodes: list[tuple[int, NodeState]]
-    histories: list[tuple[int, History]]
-    messages: list[tuple[int, Envelope]]
-    fps: list[int]
-    parents: list[int]
-    states: list[tuple[int, ...]]
+    fps: bytes
+    parts: list[tuple[int, int, bytes]]
+    states: list[bytes]
 
 
 class WorkerFailed(RuntimeError):
     """A worker process died or raised; the message carries its traceback."""
 
 
-class RoutingBuilder(Builder):
-    """A shard's level builder: of each batch of candidates (Builder.flush), those another worker
-    owns are packed for it, one state a fingerprint with its smallest parent, sorted out with numpy
-    rather than one by one; the rest are its own. Once `routing` is off (the peers' states coming
-    in), every candidate is its own."""
+def nearest(number: float) -> int:
+    """Rounded half up (round() rounds half to even: 0.5 to 0, 1.5 to 2)."""
+    return math.floor(number + 0.5)
 
-    def __init__(self, system, visited, level, depth: int, worker: "Worker") -> None:
-        super().__init__(system, visited, level, depth, BATCH // worker.count)
-        self.worker = worker
-        self.routing = True
-        self.outgoing: list[list[bytes]] = [[] for _ in range(worker.count)]  # per owner, its batches
 
-    def keep(self, fps: np.ndarray, parents: np.ndarray, candidates: list, chosen: np.ndarray | None = None) -> None:
-        worker = self.worker
-        if not self.routing:
-            return super().keep(fps, parents, candidates, chosen)
-        owners = np.array(self.system.shards(candidates), dtype=np.int64) % worker.count
-        for owner in range(worker.count):
-            picked = np.flatnonzero(owners == owner)
-            if owner == worker.index:
-                super().keep(fps[picked], parents[picked], candidates, picked)
-            elif len(picked):
-                unique, smallest, first = smallest_parents(fps[picked], parents[picked])
-                handles = [candidates[at] for at in picked[first].tolist()]
-                self.outgoing[owner].append(worker.batch(owner, unique.tolist(), smallest.tolist(), handles))
+def handovers(sizes: list[int], costs: list[float]) -> list[tuple[int, int, int]]:
+    """(giver, taker, states) moves after which the workers' frontiers should take about as long
+    to expand, a state costing what one of its giver's did at the last level (a worker's frontier
+    is what it found, so it carries on where its last one was dearer or cheaper): the largest
+    surplus to the largest deficit first."""
+    loads = [size * cost for size, cost in zip(sizes, costs)]
+    target = sum(loads) / len(loads)
+    surplus = [load - target for load in loads]
+    givers = sorted((index for index, extra in enumerate(surplus) if extra > 0), key=lambda index: -surplus[index])
+    takers = sorted((index for index, extra in enumerate(surplus) if extra < 0), key=lambda index: surplus[index])
+    moves = []
+    for giver in givers:
+        handed = 0.0  # the states it has handed over, rounded as they add up (so that each taker's share is off by less than one)
+        for taker in takers:
+            share = min(surplus[giver], -surplus[taker])
+            if share <= 0:
+                continue
+            surplus[giver] -= share
+            surplus[taker] += share
+            moved = nearest(handed + share / costs[giver]) - nearest(handed)
+            handed += share / costs[giver]
+            if moved > 0:
+                moves.append((giver, taker, moved))
+    return moves
 
 
 class Worker:
-    """One shard: its workspace (fingerprints, parent links, levels), its frontier, and the parts
-    it has sent to each peer."""
+    """One worker: its workspace (parent links, levels; the table is shared) and its frontier."""
 
-    def __init__(self, index: int, count: int, system: KraftSystem, directory: Path, on_disk: bool) -> None:
+    def __init__(self, index: int, count: int, system: System, directory: Path, on_disk: bool, table: Table) -> None:
         self.index, self.count, self.system = index, count, system
-        self.space = Workspace(system, directory, on_disk=on_disk)
+        self.space = Workspace(system, directory, on_disk=on_disk, table=table, first=index * SEGMENTS // count)
         self.frontier: Level | None = None
+        self.remaining = None  # the frontier's states not handed over, if some were
         self.previous: Level | None = None  # the last frontier, kept until the checkpoint after it
-        self.builder: Builder | None = None
-        self.sent_parts = [(set(), set(), set()) for _ in range(count)]  # per peer, the ids of the nodes, histories, messages sent
-        self.received_ids: list[tuple[dict, dict, dict]] = [({}, {}, {}) for _ in range(count)]  # per peer, its ids to ours
-        self.encoder = msgspec.msgpack.Encoder()
-        self.decoder = msgspec.msgpack.Decoder(Batch)
 
     def start(self, completed: int | None) -> tuple[int, list]:
-        """The owned initial states, or (resuming) the frontier after `completed` levels."""
+        """The initial states this worker offers (every count-th), or (resuming) its frontier after `completed` levels."""
         if completed is not None:
             self.frontier = self.space.resume(completed)
             return len(self.frontier), []
         self.space.start()
         builder = self.space.builder(0)
-        for state in self.system.initial_states():
-            fp, shard = self.system.fingerprint_and_shard(state)
-            if shard % self.count == self.index:
-                builder.offer(fp, None, state)
+        for state in itertools.islice(self.system.initial_states(), self.index, None, self.count):
+            builder.offer(self.system.fingerprint(state), None, state)
         self.frontier = builder.finish()
         self.space.save()
         return len(self.frontier), builder.findings
 
-    def expand(self, depth: int) -> tuple[int, list[list[bytes]]]:
-        """Expand the frontier: its successors to the level, or packed for the peers that own them."""
+    def hand_over(self, moves: list[tuple[int, int]]) -> list[tuple[int, bytes]]:
+        """The first states of the frontier, `count` for each (taker, count): packed for the takers."""
+        system = self.system
+        self.remaining = iter(self.frontier)
+        packed = []
+        for taker, count in moves:
+            fps, states = zip(*itertools.islice(self.remaining, count))
+            packed.append((taker, msgspec.msgpack.encode(Handover(np.array(fps, dtype=np.int64).tobytes(), system.parts(states), list(map(system.pack, states))))))
+        return packed
+
+    def expand(self, depth: int, received: list[bytes]) -> tuple[int, int, list]:
+        """Expand the states handed to this worker, then its frontier (what it did not hand over):
+        the level's states new to the table are this worker's next frontier."""
         if self.previous is not None:
             self.previous.discard()  # the coordinator's checkpoint has moved past it
             self.previous = None
         system = self.system
-        builder = self.builder = RoutingBuilder(system, self.space.visited, self.space.level(depth), depth, self)
+        builder = self.space.builder(depth, BATCH // self.count)
         builder.thaw = system.reach
-        # A shard's frontier, a subsequence of the order one process finds states in, has lost that
-        # order's locality (measured: 14 % more time in expand()); grouped, two workers spend 7 % less
-        # CPU. One process is not grouped: its order is local already (grouping measured 0-2 % slower).
-        builder.grouped = system.grouped
         add, expand = builder.add, system.expand
-        for parent_fp, state in self.frontier:
+        for raw in received:
+            handover = msgspec.msgpack.decode(raw, type=Handover)
+            for fp, kind, encoded in handover.parts:
+                system.learn(fp, kind, encoded)
+            for parent_fp, packed in zip(np.frombuffer(handover.fps, dtype=np.int64).tolist(), handover.states):
+                found_fps, found = expand(system.unpack(packed))
+                add(parent_fp, found_fps, found)
+        for parent_fp, state in self.remaining if self.remaining is not None else self.frontier:
             found_fps, found = expand(state)
             add(parent_fp, found_fps, found)
-        builder.flush()
-        builder.routing = False
-        return builder.generated, builder.outgoing
-
-    def batch(self, owner: int, fps: list[int], parents: list[int], handles: list[tuple]) -> bytes:
-        """Successors bound for one owner, in this worker's ids, with the parts it has not been sent yet."""
-        system = self.system
-        states = list(map(system.reach, handles))
-        parts = []
-        for interned, sent, ids in zip((system.nodes, system.histories, system.messages), self.sent_parts[owner], system.part_ids(states)):
-            fresh = ids - sent
-            sent |= fresh
-            parts.append([(i, interned.values[i]) for i in fresh])
-        return self.encoder.encode(Batch(self.index, *parts, fps, parents, states))
-
-    def translate(self, received: tuple[int, tuple[int, ...]]) -> tuple[int, ...]:
-        """A state a peer sent, in this worker's ids."""
-        sender, state = received
-        return self.system.translated(state, self.received_ids[sender])
-
-    def ingest(self, batches: list[bytes]) -> tuple[int, list]:
-        """Take in the states other workers found; the level ends: its new states are the next
-        frontier (its size, and the violations found in it)."""
-        system, builder = self.system, self.builder
-        builder.thaw = self.translate  # received states come in their senders' ids, translated only when new
-        for raw in batches:
-            batch = self.decoder.decode(raw)
-            for interned, ours, parts in zip((system.nodes, system.histories, system.messages), self.received_ids[batch.sender], (batch.nodes, batch.histories, batch.messages)):
-                for theirs, value in parts:
-                    ours[theirs] = interned.id(value)
-            sender = batch.sender
-            builder.add_each(batch.fps, batch.parents, [(sender, state) for state in batch.states])
-        self.previous, self.frontier = self.frontier, builder.finish()
+        self.previous, self.frontier, self.remaining = self.frontier, builder.finish(), None
         self.space.save()
-        self.builder = None
-        return len(self.frontier), builder.findings
+        return builder.generated, len(self.frontier), builder.findings
 
 
 @without_cycle_collection()
-def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], place: tuple[Path, bool], connection, coordinator: int, foreign: list) -> None:
+def worker_main(index: int, count: int, make_system: Callable[[], System], place: tuple[Path, bool], table: Table, connection, coordinator: int, foreign: list) -> None:
     """A worker's loop: answer the coordinator's commands until its pipe closes.
 
     `foreign` are the coordinator's pipe ends the fork copied: closed, so that only the
@@ -197,7 +170,7 @@ def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], 
     for end in foreign:
         end.close()
     try:
-        worker = Worker(index, count, make_system(), *place)
+        worker = Worker(index, count, make_system(), *place, table)
         while True:
             try:
                 command, argument = connection.recv()
@@ -205,10 +178,10 @@ def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], 
                 return  # the coordinator is done, or gone
             if command == "start":
                 connection.send(worker.start(argument))
-            elif command in ("expand", "ingest"):  # timed: the coordinator sums who waited for whom
+            elif command in ("hand over", "expand"):  # timed: the coordinator sums who waited for whom
                 started = time.perf_counter()
-                reply = worker.expand(argument) if command == "expand" else worker.ingest(argument)
-                connection.send((*reply, time.perf_counter() - started))
+                reply = worker.hand_over(argument) if command == "hand over" else worker.expand(*argument)
+                connection.send((reply, time.perf_counter() - started))
             elif command == "parent":
                 connection.send(worker.space.visited.parent(argument))
     except (ConfigError, OSError) as refusal:  # a damaged state directory, a full disk: the coordinator raises it as it is
@@ -220,20 +193,22 @@ def worker_main(index: int, count: int, make_system: Callable[[], KraftSystem], 
 
 
 class Coordinator:
-    def __init__(self, make_system: Callable[[], KraftSystem], workers: int, state_dir: Path | None) -> None:
-        """Workers keep their shards in state_dir/worker-N (on disk), or in memory with their parent
-        links in a temporary directory that stop() removes."""
+    def __init__(self, make_system: Callable[[], System], workers: int, state_dir: Path | None, completed: int | None) -> None:
+        """The shared table (in memory, or in state_dir, rolled back to `completed` levels when
+        resuming) made before the workers are forked, who keep their levels in state_dir/worker-N
+        (on disk), or in memory with their parent links in a temporary directory that stop() removes."""
         context = multiprocessing.get_context("fork")
         self.count = workers
         self.connections = []
         self.processes = []
+        table = shared_table(state_dir, Board(context), completed)
         self.temporary = None if state_dir is not None else scratch_directory()
         root = Path(state_dir if state_dir is not None else self.temporary.name)
         for index in range(workers):
             mine, theirs = context.Pipe()
             foreign = [*self.connections, mine]
             place = (root / f"worker-{index}", state_dir is not None)
-            process = context.Process(target=worker_main, args=(index, workers, make_system, place, theirs, os.getpid(), foreign), daemon=True)
+            process = context.Process(target=worker_main, args=(index, workers, make_system, place, table, theirs, os.getpid(), foreign), daemon=True)
             process.start()
             theirs.close()  # the worker's alone: when it dies, receive() gets end of file
             self.connections.append(mine)
@@ -256,9 +231,16 @@ class Coordinator:
         return reply
 
     def broadcast(self, command: str, arguments: list) -> list:
+        """Every worker's reply, taken as they come: one that died is reported while the others
+        may still wait for it (for a segment's lock it held)."""
         for connection, argument in zip(self.connections, arguments):
             connection.send((command, argument))
-        return [self.receive(index) for index in range(self.count)]
+        replies: dict[int, object] = {}
+        while len(replies) < self.count:
+            for connection in multiprocessing.connection.wait([c for index, c in enumerate(self.connections) if index not in replies]):
+                index = self.connections.index(connection)
+                replies[index] = self.receive(index)
+        return [replies[index] for index in range(self.count)]
 
     def stop(self) -> None:
         """Close the pipes, which ends idle workers; kill those still busy (after an interrupt or a
@@ -275,24 +257,34 @@ class Coordinator:
             self.temporary.cleanup()
 
 
+def shared_table(state_dir: Path | None, board: Board, completed: int | None) -> Table:
+    """The workers' table: new, in memory or in state_dir, or that of state_dir rolled back to `completed` levels."""
+    if completed is None:
+        if state_dir is not None:
+            state_dir.mkdir(parents=True, exist_ok=True)
+        return Table(state_dir, on_disk=state_dir is not None, board=board)
+    with resuming(state_dir):
+        return Table.open(state_dir, completed, board)
+
+
 def explore_sharded(
-    make_system: Callable[[], KraftSystem],
+    make_system: Callable[[], System],
     workers: int,
     *,
     keep_going: bool = False,
     max_states: int | None = None,
     max_seconds: float | None = None,
     progress: Callable[[Progress], None] | None = None,
-    local: KraftSystem | None = None,
+    local: System | None = None,
     state_dir: Path | None = None,
     resume: bool = False,
 ) -> Result:
     """conformance.explore.engine.explore's search, spread over `workers` processes.
 
     Counterexample paths are rebuilt in `local` (a fresh system if None): pass the system the
-    caller will decode them with. With `state_dir`, each worker keeps its shard on disk there and
-    the coordinator checkpoints every level; `resume` carries on from the last checkpoint, with
-    as many workers as the search began with (the shards are theirs).
+    caller will decode them with. With `state_dir`, the table and each worker's levels are kept on
+    disk there and the coordinator checkpoints every level; `resume` carries on from the last
+    checkpoint, with as many workers as the search began with (the frontier is in their files).
     """
     start = time.perf_counter()
     findings = Findings()
@@ -306,66 +298,74 @@ def explore_sharded(
         completed, distinct, generated, depth, start = saved.completed, saved.distinct, saved.generated, saved.depth, start - saved.seconds
         for d, fp, rule, detail in saved.findings:
             findings.note(d, fp, (Violation(rule, detail),))
-    coordinator = Coordinator(make_system, workers, state_dir)
+    coordinator = Coordinator(make_system, workers, state_dir, completed)
     busy, waiting = [0.0] * workers, [0.0] * workers
+    costs = [1.0] * workers  # each worker's seconds a state expanded at the last level (at first: alike)
 
-    def timed(replies: list[tuple]) -> list[tuple]:
+    last: list[float] = []  # the seconds each worker took for the last command
+
+    def timed(replies: list[tuple]) -> list:
         """The workers' replies to one command, less the seconds each took, which are summed."""
-        slowest = max(reply[-1] for reply in replies)
-        for index, reply in enumerate(replies):
-            busy[index] += reply[-1]
-            waiting[index] += slowest - reply[-1]
-        return [reply[:-1] for reply in replies]
+        last[:] = [seconds for _reply, seconds in replies]
+        for index, seconds in enumerate(last):
+            busy[index] += seconds
+            waiting[index] += max(last) - seconds
+        return [reply for reply, _seconds in replies]
 
     try:
         started = coordinator.broadcast("start", [completed] * workers)
-        frontier = sum(size for size, _ in started)
+        sizes = [size for size, _ in started]
         for _size, found in started:
             findings.note_all(found)
         if not resume:
-            distinct = generated = frontier
+            distinct = generated = sum(sizes)
             completed = 1
             if state_dir is not None:
                 write_checkpoint(state_dir, checkpoint(completed, distinct, findings, generated, depth, start, workers))
-        while frontier and not (findings and not keep_going):
+        while sum(sizes) and not (findings and not keep_going):
             stopped = limit_reached(distinct, max_states, start, max_seconds)
             if stopped:
                 break
-            expanded = timed(coordinator.broadcast("expand", [depth + 1] * workers))
-            inbound: list[list[bytes]] = [[] for _ in range(workers)]
-            for produced, batches in expanded:
+            received: list[list[bytes]] = [[] for _ in range(workers)]
+            moves = handovers(sizes, costs)
+            if moves:
+                given = [[(taker, moved) for giver, taker, moved in moves if giver == index] for index in range(workers)]
+                for packed in timed(coordinator.broadcast("hand over", given)):
+                    for taker, raw in packed:
+                        received[taker].append(raw)
+            for giver, taker, moved in moves:
+                sizes[giver] -= moved
+                sizes[taker] += moved
+            expanded = timed(coordinator.broadcast("expand", [(depth + 1, raw) for raw in received]))
+            costs = [busy_seconds / size if size else cost for size, busy_seconds, cost in zip(sizes, last, costs)]
+            sizes = [size for _produced, size, _found in expanded]
+            for produced, _size, found in expanded:
                 generated += produced
-                for owner, sent in enumerate(batches):
-                    inbound[owner] += sent
-            ingested = timed(coordinator.broadcast("ingest", inbound))
-            frontier = sum(size for size, _ in ingested)
-            for _size, found in ingested:
                 findings.note_all(found)
-            distinct += frontier
+            distinct += sum(sizes)
             completed += 1
-            if frontier:
+            if sum(sizes):
                 depth += 1
             if state_dir is not None:
                 write_checkpoint(state_dir, checkpoint(completed, distinct, findings, generated, depth, start, workers))
             if progress:
-                progress(Progress(distinct, generated, depth, frontier, time.perf_counter() - start))
+                progress(Progress(distinct, generated, depth, sum(sizes), time.perf_counter() - start))
         seconds = time.perf_counter() - start
         local = local or make_system()
         order = {rule: i for i, rule in enumerate(local.property_ids())}
 
         def parent_of(fp: int) -> int:
-            """The owner of a state is the one worker that knows its parent."""
-            for index in range(workers):
-                parent = coordinator.ask(index, "parent", fp)
-                if parent is not None:
-                    return parent
-            raise WorkerFailed(f"no worker knows state {fp}")
+            """The smallest parent among the workers that offered the state in the level it was first found at."""
+            known = [parent for index in range(workers) if (parent := coordinator.ask(index, "parent", fp)) is not None]
+            if not known:
+                raise WorkerFailed(f"no worker knows state {fp}")
+            return min(known)
 
         counterexamples = [
             Counterexample(v, shortest_path(local, parent_of, fp))
             for _depth, fp, v in sorted(findings.best.values(), key=lambda f: order.get(f[2].rule, len(order)))
         ]
-        return Result(distinct, generated, depth, seconds, not frontier, counterexamples, stopped=stopped, worker_seconds=list(zip(busy, waiting)))
+        return Result(distinct, generated, depth, seconds, not sum(sizes), counterexamples, stopped=stopped, worker_seconds=list(zip(busy, waiting)))
     except KeyboardInterrupt:
         raise SearchInterrupted(distinct, generated, depth, time.perf_counter() - start) from None
     finally:

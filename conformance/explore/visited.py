@@ -8,9 +8,15 @@ level's parent links (fingerprint, the smallest parent's fingerprint) go to a fi
 level ends, 16 bytes a state on disk, read back only to rebuild a counterexample. With `on_disk`
 the segments are files mapped into memory, so the search is bounded by disk rather than RAM, and
 a killed search can be taken back to any completed level: every slot carries the level that filled it.
+
+The workers of a sharded search share one table (a Board: each segment's lock, and where its
+current table is): in memory its segments are memfd files, which a process that grows one replaces
+and the others map again; on disk they are the same files.
 """
 
+import mmap
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +31,7 @@ MAX_LEVELS = np.iinfo(np.uint16).max  # levels are stored as uint16
 WINDOW = 1 << 18  # slots of an old segment re-inserted at a time when it is rebuilt
 REDUCE_AT = 1 << 20  # parent candidates buffered in a level before keeping only each state's smallest
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads any fingerprint's bits over the slots
+SLOT_BYTES = 10  # a fingerprint (int64) and a level (uint16)
 
 
 class TooDeep(RuntimeError):
@@ -46,22 +53,63 @@ def smallest_parents(fps: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, 
     return fps[starts], np.minimum.reduceat(parents, starts) if len(starts) else parents, order[starts]
 
 
+class Board:
+    """What the processes sharing a table (forked after it was made) agree on, in memory they all
+    map: per segment its table's capacity and count and, in memory, the process and memfd holding
+    it; and a lock held while a process reads or writes the segment."""
+
+    CAPACITY, COUNT, PID, FD = range(4)
+
+    def __init__(self, context) -> None:
+        """`context`: the multiprocessing context the sharing processes are started with."""
+        self.header = np.frombuffer(mmap.mmap(-1, SEGMENTS * 4 * 8), dtype=np.int64).reshape(SEGMENTS, 4)
+        self.locks = [context.Lock() for _ in range(SEGMENTS)]
+
+    def each_held(self, segments: list[int]) -> Iterator[int]:
+        """The segments, each while holding its lock: a free one first, so that processes seldom wait."""
+        pending = list(segments)
+        while pending:
+            index = next((s for s in pending if self.locks[s].acquire(False)), None)
+            if index is None:
+                index = pending[0]
+                self.locks[index].acquire()
+            pending.remove(index)
+            try:
+                yield index
+            finally:
+                self.locks[index].release()
+
+
+def _mapped(fd: int, capacity: int) -> tuple[np.ndarray, np.ndarray]:
+    """A table's two arrays in a shared mapping of a memfd (fingerprints, then levels)."""
+    memory = mmap.mmap(fd, capacity * SLOT_BYTES)
+    return np.frombuffer(memory, dtype=np.int64, count=capacity), np.frombuffer(memory, dtype=np.uint16, count=capacity, offset=capacity * 8)
+
+
 class Segment:
     """One open-addressing table: the keys whose hash has these top bits."""
 
-    def __init__(self, directory: Path, index: int, on_disk: bool, capacity: int = FIRST_CAPACITY) -> None:
-        self.directory, self.index, self.on_disk = directory, index, on_disk
+    def __init__(self, directory: Path, index: int, on_disk: bool, capacity: int = FIRST_CAPACITY, board: Board | None = None) -> None:
+        self.directory, self.index, self.on_disk, self.board = directory, index, on_disk, board
         self.count = 0
+        self.fd: int | None = None  # shared in memory: the memfd of the table this process made
         self.fps, self.levels = self._new_table(capacity)
         self._publish()
+        self.share()
 
     def _paths(self, capacity: int) -> tuple[Path, Path]:
         name = f"seen-{self.index:02d}-{capacity}"
         return self.directory / f"{name}.fps.npy", self.directory / f"{name}.levels.npy"
 
     def _new_table(self, capacity: int) -> tuple[np.ndarray, np.ndarray]:
-        if not self.on_disk:
+        if not self.on_disk and self.board is None:
             return np.zeros(capacity, dtype=np.int64), np.zeros(capacity, dtype=np.uint16)
+        if not self.on_disk:
+            fd = os.memfd_create(f"kraftcheck-seen-{self.index:02d}")
+            os.ftruncate(fd, capacity * SLOT_BYTES)
+            self._drop_fd()
+            self.fd = fd
+            return _mapped(fd, capacity)
         fps_path, levels_path = self._paths(capacity)
         fps = np.lib.format.open_memmap(fps_path.with_suffix(".partial"), mode="w+", dtype=np.int64, shape=(capacity,))
         levels = np.lib.format.open_memmap(levels_path.with_suffix(".partial"), mode="w+", dtype=np.uint16, shape=(capacity,))
@@ -78,6 +126,35 @@ class Segment:
             if capacity < len(self.fps):
                 for old in self._paths(capacity):
                     old.unlink(missing_ok=True)
+
+    def _drop_fd(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def share(self) -> None:
+        """Tell the processes sharing the table where this segment's table is and how full."""
+        if self.board is not None:
+            self.board.header[self.index] = (len(self.fps), self.count, os.getpid(), -1 if self.fd is None else self.fd)
+
+    def sync(self) -> None:
+        """Take up the segment as the last process to change it left it (its lock held): its
+        count, and its table if another process has replaced it with a larger one."""
+        if self.board is None:
+            return
+        capacity, self.count, pid, fd = self.board.header[self.index].tolist()
+        if capacity == len(self.fps):
+            return
+        if self.on_disk:
+            fps_path, levels_path = self._paths(capacity)
+            self.fps, self.levels = np.load(fps_path, mmap_mode="r+"), np.load(levels_path, mmap_mode="r+")
+            return
+        shared = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR)
+        try:
+            self.fps, self.levels = _mapped(shared, capacity)
+        finally:
+            os.close(shared)
+        self._drop_fd()  # the table this process made is gone
 
     @staticmethod
     def capacities_on_disk(directory: Path, index: int) -> list[int]:
@@ -142,11 +219,11 @@ class Segment:
         self._publish()
 
     @classmethod
-    def open(cls, directory: Path, index: int, completed: int) -> "Segment":
+    def open(cls, directory: Path, index: int, completed: int, board: Board | None = None) -> "Segment":
         """A segment on disk as it was when `completed` levels had ended: rebuilt from the keys of
         those levels (the slots later ones filled may lie on the probe paths of earlier keys)."""
         segment = cls.__new__(cls)
-        segment.directory, segment.index, segment.on_disk = directory, index, True
+        segment.directory, segment.index, segment.on_disk, segment.board, segment.fd = directory, index, True, board, None
         complete = [c for c in cls.capacities_on_disk(directory, index) if all(p.exists() for p in segment._paths(c))]
         if not complete:
             raise ValueError(f"{directory}: no whole seen-{index:02d}-*.fps.npy and .levels.npy pair")
@@ -154,17 +231,72 @@ class Segment:
         fps_path, levels_path = segment._paths(capacity)
         segment.fps, segment.levels = np.load(fps_path, mmap_mode="r"), np.load(levels_path, mmap_mode="r")
         segment.rebuild(capacity, keep_below=completed)  # into new files, renamed over the old ones once written
+        segment.share()
         return segment
 
 
-class Visited:
-    """Fingerprints seen, by level; parent links per completed level in `directory`."""
+class Table:
+    """The fingerprints seen, and the level each was first seen at: SEGMENTS segments, shared
+    through `board` by the processes forked after it was made, if given."""
 
-    def __init__(self, directory: Path, *, on_disk: bool = False, capacity: int = FIRST_CAPACITY) -> None:
-        """`capacity`: each segment's slots at first (a power of two)."""
+    def __init__(self, directory: Path | None, *, on_disk: bool = False, capacity: int = FIRST_CAPACITY, board: Board | None = None) -> None:
+        """`directory`: where a table on disk is kept; `capacity`: each segment's slots at first (a power of two)."""
+        self.board = board
+        self.segments = [Segment(Path(directory or "."), index, on_disk, capacity, board) for index in range(SEGMENTS)]
+
+    def offer(self, fps: np.ndarray, level: int, first: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Put fingerprints in the table, labelled `level` where new. Returns which are new (the
+        first of equal ones) and which are labelled `level` (new now, or earlier in the level).
+        Segments are taken from `first` on (sharing processes start apart, to meet less)."""
+        keys = np.where(fps == EMPTY, ZERO, fps)
+        hashes = hashes_of(keys)
+        segment = (hashes >> np.uint64(64 - SEGMENT_BITS)).astype(np.uint8)
+        order = np.argsort(segment, kind="stable")  # a radix sort (4x faster than on intp); within a segment, the batch's order: the first of equal keys wins
+        bounds = np.searchsorted(segment[order], np.arange(SEGMENTS + 1))
+        new, ours = np.empty(len(keys), dtype=bool), np.empty(len(keys), dtype=bool)
+        wanted = [index for index in (*range(first, SEGMENTS), *range(first)) if bounds[index] < bounds[index + 1]]
+        for index in self.board.each_held(wanted) if self.board is not None else wanted:
+            table, low, high = self.segments[index], bounds[index], bounds[index + 1]
+            table.sync()
+            chosen = order[low:high]
+            table.make_room(high - low)
+            new[chosen], slot = table.insert(keys[chosen], hashes[chosen], level)
+            ours[chosen] = table.levels[slot] == level
+            table.share()
+        return new, ours
+
+    def __len__(self) -> int:
+        if self.board is not None:
+            return int(self.board.header[:, Board.COUNT].sum())
+        return sum(table.count for table in self.segments)
+
+    def checkpoint(self) -> None:
+        """Make what the completed levels wrote durable: the mapped tables' pages on disk."""
+        for table in self.segments:
+            table.flush()
+
+    @classmethod
+    def open(cls, directory: Path, completed: int, board: Board | None = None) -> "Table":
+        """A table on disk as it was when `completed` levels had ended."""
+        table = cls.__new__(cls)
+        table.board = board
+        for partial in Path(directory).glob("seen-*.partial"):
+            partial.unlink()
+        table.segments = [Segment.open(Path(directory), index, completed, board) for index in range(SEGMENTS)]
+        return table
+
+
+class Visited:
+    """Fingerprints seen, by level (a Table, this search's or shared); parent links per completed
+    level in `directory`, of the states this process offered."""
+
+    def __init__(self, directory: Path, *, on_disk: bool = False, capacity: int = FIRST_CAPACITY, table: Table | None = None, first: int = 0) -> None:
+        """A table of its own in `directory` (`capacity`: each segment's slots at first, a power of
+        two), or `table`, shared, taken from segment `first` on."""
         self.directory = Path(directory)
         self.level = 0  # the level being built
-        self.segments = [Segment(self.directory, index, on_disk, capacity) for index in range(SEGMENTS)]
+        self.table = table if table is not None else Table(self.directory, on_disk=on_disk, capacity=capacity)
+        self.first = first
         self._pairs: list[tuple[np.ndarray, np.ndarray]] = []  # the level's (fingerprint, parent) candidates
         self._buffered, self._reduce_at = 0, REDUCE_AT
 
@@ -173,18 +305,7 @@ class Visited:
         """Candidates for the level being built, with the fingerprint of the state each came from
         (an initial state: its own). Returns which are new: seen for the first time, the first of
         equal ones in the batch. Each candidate of this level keeps its smallest parent."""
-        keys = np.where(fps == EMPTY, ZERO, fps)
-        hashes = hashes_of(keys)
-        segment = (hashes >> np.uint64(64 - SEGMENT_BITS)).astype(np.uint8)
-        order = np.argsort(segment, kind="stable")  # a radix sort (4x faster than on intp); within a segment, the batch's order: the first of equal keys wins
-        bounds = np.searchsorted(segment[order], np.arange(SEGMENTS + 1))
-        new, ours = np.empty(len(keys), dtype=bool), np.empty(len(keys), dtype=bool)
-        for table, low, high in zip(self.segments, bounds[:-1], bounds[1:]):
-            if low < high:
-                chosen = order[low:high]
-                table.make_room(high - low)
-                new[chosen], slot = table.insert(keys[chosen], hashes[chosen], self.level)
-                ours[chosen] = table.levels[slot] == self.level
+        new, ours = self.table.offer(fps, self.level, self.first)
         self._pairs.append((fps[ours], parents[ours]))
         self._buffered += int(ours.sum())
         if self._buffered > self._reduce_at:
@@ -223,22 +344,22 @@ class Visited:
         return None
 
     def __len__(self) -> int:
-        return sum(table.count for table in self.segments)
+        return len(self.table)
 
     # -- checkpoints (on disk only) ----------------------------------------------------------------
     def checkpoint(self) -> None:
-        """Make what the completed levels wrote durable: the mapped tables' pages on disk."""
-        for table in self.segments:
-            table.flush()
+        self.table.checkpoint()
 
     @classmethod
-    def open(cls, directory: Path, completed: int) -> "Visited":
-        """A disk-backed table as it was when `completed` levels had ended, with their parent links."""
+    def open(cls, directory: Path, completed: int, table: Table | None = None, first: int = 0) -> "Visited":
+        """A disk-backed search's fingerprints as they were when `completed` levels had ended (its
+        own table, or `table` rolled back already), with their parent links."""
         visited = cls.__new__(cls)
         visited.directory = Path(directory)
-        for partial in visited.directory.glob("*.partial"):
+        for partial in visited.directory.glob("parents-*.partial"):
             partial.unlink()
-        visited.segments = [Segment.open(visited.directory, index, completed) for index in range(SEGMENTS)]
+        visited.table = table if table is not None else Table.open(visited.directory, completed)
+        visited.first = first
         visited.level = completed
         visited._pairs, visited._buffered, visited._reduce_at = [], 0, REDUCE_AT
         for stale in visited.directory.glob("parents-*.npy"):

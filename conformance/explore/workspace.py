@@ -8,17 +8,19 @@ checkpoint (search.json) naming the levels completed, so `check --resume` contin
 completed level. A level's builder offers candidates to the table in batches and keeps the new ones.
 """
 
+import contextlib
 import os
 import shutil
 import tempfile
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 import numpy as np
 
 from conformance.explore.frontier import Level, PartsLog
-from conformance.explore.visited import Visited
+from conformance.explore.visited import Table, Visited
 from model.config import ConfigError
 from spec.trace import write_bytes_atomically
 
@@ -70,10 +72,11 @@ class ResumeError(ConfigError):
 class Workspace:
     """A search's (or a shard's) fingerprint table, levels and checkpoints."""
 
-    def __init__(self, system, directory: Path | None = None, *, on_disk: bool | None = None) -> None:
+    def __init__(self, system, directory: Path | None = None, *, on_disk: bool | None = None, table: Table | None = None, first: int = 0) -> None:
         """All in `directory` (on_disk defaults to whether one is given); in memory, the parent
-        links go to `directory` or, without one, to a temporary directory removed by close()."""
-        self.system = system
+        links go to `directory` or, without one, to a temporary directory removed by close().
+        A shard's fingerprints go to the search's shared `table` (see Visited), from segment `first` on."""
+        self.system, self.table, self.first = system, table, first
         self.on_disk = directory is not None if on_disk is None else on_disk
         self._temporary = None if directory is not None else scratch_directory()
         self.directory = Path(directory) if directory is not None else Path(self._temporary.name)
@@ -82,7 +85,7 @@ class Workspace:
         self.visited: Visited | None = None
 
     def start(self) -> None:
-        self.visited = Visited(self.directory, on_disk=self.on_disk)
+        self.visited = Visited(self.directory, on_disk=self.on_disk, table=self.table, first=self.first)
 
     def level(self, depth: int) -> Level:
         """An empty level to build, on disk if the workspace is."""
@@ -91,8 +94,8 @@ class Workspace:
     def _states_path(self, depth: int) -> Path:
         return self.directory / f"states-{depth}.bin"
 
-    def builder(self, depth: int) -> "Builder":
-        return Builder(self.system, self.visited, self.level(depth), depth)
+    def builder(self, depth: int, batch: int = BATCH) -> "Builder":
+        return Builder(self.system, self.visited, self.level(depth), depth, batch)
 
     def save(self, checkpoint: Checkpoint | None = None) -> None:
         """After a completed level: the table's pages on disk, then the checkpoint naming it (a
@@ -105,20 +108,27 @@ class Workspace:
     def resume(self, completed: int) -> Level:
         """Back to the moment `completed` levels had ended: the table rolled back, later files gone;
         the frontier (the last completed level) to expand. Damaged files are a ResumeError."""
-        try:
-            self.visited = Visited.open(self.directory, completed)
+        with resuming(self.directory):
+            self.visited = Visited.open(self.directory, completed, self.table, self.first)
             for path in self.directory.glob("states-*.bin"):
                 if int(path.stem.split("-")[1]) >= completed:
                     path.unlink()
             return Level.reopen(self.system, self._states_path(completed - 1))
-        except (OSError, ValueError, KeyError, msgspec.DecodeError) as error:
-            raise ResumeError(f"{self.directory}: cannot resume the search kept there, a file is missing or damaged: {error}") from None
 
     def close(self) -> None:
         if self.parts is not None:
             self.parts.close()
         if self._temporary is not None:
             self._temporary.cleanup()
+
+
+@contextlib.contextmanager
+def resuming(directory: Path) -> Iterator[None]:
+    """Files of a kept search being read back: a missing or damaged one is a ResumeError."""
+    try:
+        yield
+    except (OSError, ValueError, KeyError, msgspec.DecodeError) as error:
+        raise ResumeError(f"{directory}: cannot resume the search kept there, a file is missing or damaged: {error}") from None
 
 
 def write_checkpoint(directory: Path, checkpoint: Checkpoint) -> None:
@@ -147,8 +157,7 @@ class Builder:
         self.counts: list[int] = []
         self.generated = 0
         self.findings: list[tuple[int, int, object]] = []
-        self.thaw = None  # what turns a new candidate into the system's state, if it came as a handle (System.reach) or packed (System.unpack)
-        self.grouped = None  # what orders a batch's new states (KraftSystem.grouped), if not as found
+        self.thaw = None  # what turns a new candidate into the system's state, if it came as a handle (System.reach)
 
     def add(self, parent_fp: int, fps: list[int], states: list) -> None:
         """The candidates found from one state: the hot loop's call, once per state expanded."""
@@ -159,21 +168,12 @@ class Builder:
         if len(self.states) >= self.batch:
             self.flush()
 
-    def add_each(self, fps: list[int], parents: list[int], states: list) -> None:
-        """Candidates each with its own parent."""
-        self.fps.extend(fps)
-        self.states += states
-        self.origins += parents
-        self.counts += [1] * len(states)
-        if len(self.states) >= self.batch:
-            self.flush()
-
     def offer(self, fp: int, parent_fp: int | None, state: object) -> None:
         """A candidate (an initial state has no parent: it is its own)."""
         self.add(fp if parent_fp is None else parent_fp, [fp], [state])
 
     def flush(self) -> None:
-        """Offer the collected candidates (see keep)."""
+        """Offer the collected candidates to the table; the new ones go to the level with their violations."""
         if not self.states:
             return
         fps = np.array(self.fps, dtype=np.int64)
@@ -181,20 +181,11 @@ class Builder:
         candidates = self.states
         self.generated += len(candidates)
         self.fps, self.states, self.origins, self.counts = array("q"), [], [], []
-        self.keep(fps, parents, candidates)
-
-    def keep(self, fps: np.ndarray, parents: np.ndarray, candidates: list, chosen: np.ndarray | None = None) -> None:
-        """Offer candidates to the table, the new ones to the level with their violations; `chosen`:
-        which of the candidates `fps` and `parents` stand for (all if None)."""
         new = np.flatnonzero(self.visited.offer(fps, parents))
         fps = fps[new]
-        states = [candidates[at] for at in (new if chosen is None else chosen[new]).tolist()]
+        states = [candidates[at] for at in new.tolist()]
         if self.thaw is not None:
             states = list(map(self.thaw, states))
-        if self.grouped is not None:
-            order = self.grouped(states)
-            states = [states[at] for at in order]
-            fps = fps[order]
         self.level.extend(fps, states)
         violations, depth = self.system.violations, self.depth
         for at, state in enumerate(states):
