@@ -129,7 +129,8 @@ def main() -> int:
             )
             print(rows[-1], file=sys.stderr, flush=True)
     headers = ("in flight", "workers", "kept in", "exhausted", "distinct", "depth", "wall s", "distinct/s/core", "peak MiB", "bytes/state", "disk MiB")
-    print(tabulate(rows, headers=headers, tablefmt="simple"))
+    aligned = ("right", "right", "left", "left", *["right"] * 7)
+    print(tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True, colalign=aligned))  # as formatted: 40.0 s stays 40.0
     if any(len(counts) > 1 for counts in exhausted.values()):
         print(f"runs of one bound disagree: {exhausted}")
         return 1
