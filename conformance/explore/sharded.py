@@ -302,15 +302,14 @@ def explore_sharded(
     busy, waiting = [0.0] * workers, [0.0] * workers
     costs = [1.0] * workers  # each worker's seconds a state expanded at the last level (at first: alike)
 
-    last: list[float] = []  # the seconds each worker took for the last command
-
-    def timed(replies: list[tuple]) -> list:
-        """The workers' replies to one command, less the seconds each took, which are summed."""
-        last[:] = [seconds for _reply, seconds in replies]
-        for index, seconds in enumerate(last):
+    def timed(replies: list[tuple]) -> tuple[list, list[float]]:
+        """The workers' replies to one command, and the seconds each took (summed as busy, and as
+        waiting for the slowest)."""
+        took = [seconds for _reply, seconds in replies]
+        for index, seconds in enumerate(took):
             busy[index] += seconds
-            waiting[index] += max(last) - seconds
-        return [reply for reply, _seconds in replies]
+            waiting[index] += max(took) - seconds
+        return [reply for reply, _seconds in replies], took
 
     try:
         started = coordinator.broadcast("start", [completed] * workers)
@@ -330,14 +329,14 @@ def explore_sharded(
             moves = handovers(sizes, costs)
             if moves:
                 given = [[(taker, moved) for giver, taker, moved in moves if giver == index] for index in range(workers)]
-                for packed in timed(coordinator.broadcast("hand over", given)):
+                for packed in timed(coordinator.broadcast("hand over", given))[0]:
                     for taker, raw in packed:
                         received[taker].append(raw)
             for giver, taker, moved in moves:
                 sizes[giver] -= moved
                 sizes[taker] += moved
-            expanded = timed(coordinator.broadcast("expand", [(depth + 1, raw) for raw in received]))
-            costs = [busy_seconds / size if size else cost for size, busy_seconds, cost in zip(sizes, last, costs)]
+            expanded, took = timed(coordinator.broadcast("expand", [(depth + 1, raw) for raw in received]))
+            costs = [seconds / size if size else cost for size, seconds, cost in zip(sizes, took, costs)]
             sizes = [size for _produced, size, _found in expanded]
             for produced, _size, found in expanded:
                 generated += produced
