@@ -85,15 +85,15 @@ def test_a_disk_backed_table_rolls_back_to_a_completed_level(tmp_path) -> None:
         resumed.settle()
 
 
-def offer_shared(index: int, table: Table, directory, levels: list[list[tuple[int, int]]], barrier, connection) -> None:
-    """One of two processes sharing `table`: every other candidate of each level, in small batches
-    (the two take turns at the segments' locks often); the fingerprints it was told are new, and
-    the parent links it wrote."""
-    visited = Visited(directory / f"worker-{index}", table=table, first=index * SEGMENTS // 2)
+def offer_shared(index: int, count: int, table: Table, directory, levels: list[list[tuple[int, int]]], barrier, connection) -> None:
+    """One of `count` processes sharing `table`: every count-th candidate of each level, in small
+    batches (they take turns at the segments' locks often); the fingerprints it was told are new,
+    and the parent links it wrote."""
+    visited = Visited(directory / f"worker-{index}", table=table, first=index * SEGMENTS // count)
     visited.directory.mkdir()
     new_per_level = []
     for candidates in levels:
-        mine = candidates[index::2]
+        mine = candidates[index::count]
         new_per_level.append([fp for (fp, _), new in zip(mine, offer_all(visited, mine, 37)) if new])
         barrier.wait()  # the level ends for both before either labels the next one
         visited.settle()
@@ -102,24 +102,27 @@ def offer_shared(index: int, table: Table, directory, levels: list[list[tuple[in
 
 
 @pytest.mark.parametrize("on_disk", [False, True])
-def test_processes_sharing_a_table_find_each_state_new_once_and_its_smallest_parent(tmp_path, on_disk: bool) -> None:
+@pytest.mark.parametrize("count", [2, 3, 4])
+def test_processes_sharing_a_table_find_each_state_new_once_and_its_smallest_parent(tmp_path, on_disk: bool, count: int) -> None:
+    """Three or four processes (more than this machine's cores): one maps a segment another grew,
+    and a third must then find it wherever the last to touch it said it is."""
     levels = levels_of_candidates(seed=11, levels=4, per_level=6000, universe=8000)
     news, parents = reference(levels)
     context = multiprocessing.get_context("fork")
-    table = Table(tmp_path, on_disk=on_disk, capacity=4, board=Board(context))  # small: segments grow, by one process or the other
-    barrier = context.Barrier(2, timeout=60)
-    ends = [context.Pipe() for _ in range(2)]
-    workers = [context.Process(target=offer_shared, args=(index, table, tmp_path, levels, barrier, ends[index][1])) for index in range(2)]
+    table = Table(tmp_path, on_disk=on_disk, capacity=4, board=Board(context))  # small: segments grow, by one process or another
+    barrier = context.Barrier(count, timeout=60)
+    ends = [context.Pipe() for _ in range(count)]
+    workers = [context.Process(target=offer_shared, args=(index, count, table, tmp_path, levels, barrier, ends[index][1])) for index in range(count)]
     for worker in workers:
         worker.start()
     try:
-        answers = [ends[index][0].recv() if ends[index][0].poll(60) else pytest.fail(f"worker {index} did not answer") for index in range(2)]
+        answers = [ends[index][0].recv() if ends[index][0].poll(60) else pytest.fail(f"worker {index} did not answer") for index in range(count)]
     finally:
         for worker in workers:
             worker.join(10)
             worker.kill()
     for level, candidates in enumerate(levels):
-        found_new = answers[0][0][level] + answers[1][0][level]
+        found_new = [fp for new_per_level, _links in answers for fp in new_per_level[level]]
         expected_new = [fp for (fp, _), new in zip(candidates, news[level]) if new]
         assert sorted(found_new) == sorted(expected_new)  # each new fingerprint new for one process only
         for fp, parent in parents[level].items():

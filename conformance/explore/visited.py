@@ -92,7 +92,7 @@ class Segment:
     def __init__(self, directory: Path, index: int, on_disk: bool, capacity: int = FIRST_CAPACITY, board: Board | None = None) -> None:
         self.directory, self.index, self.on_disk, self.board = directory, index, on_disk, board
         self.count = 0
-        self.fd: int | None = None  # shared in memory: the memfd of the table this process made
+        self.fd: int | None = None  # shared in memory: this process's descriptor of the segment's current table
         self.fps, self.levels = self._new_table(capacity)
         self._publish()
         self.share()
@@ -150,11 +150,9 @@ class Segment:
             self.fps, self.levels = np.load(fps_path, mmap_mode="r+"), np.load(levels_path, mmap_mode="r+")
             return
         shared = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR)
-        try:
-            self.fps, self.levels = _mapped(shared, capacity)
-        finally:
-            os.close(shared)
-        self._drop_fd()  # the table this process made is gone
+        self._drop_fd()  # the table this process held is gone
+        self.fd = shared  # kept: this process may be the next to publish where the table is
+        self.fps, self.levels = _mapped(shared, capacity)
 
     @staticmethod
     def capacities_on_disk(directory: Path, index: int) -> list[int]:
