@@ -11,7 +11,7 @@ import zlib
 import msgspec
 
 from adapters.node_models import NodeModel, StepFunction, model_for, outputs_of
-from model.choices import Choices, Picks, RandomChoices
+from model.choices import Picks, RandomChoices, with_picks
 from spec.trace import Header, Input, Observed, Outputs
 
 
@@ -46,7 +46,7 @@ class ModelAdapter:
         self.step_function = self.steps.get(self.model.system, self.model.step)
         self.config = self.model.config(header.setting, header.node)
         if hasattr(self.config, "choices"):
-            self.config = msgspec.structs.replace(self.config, choices=Choices(self.picks))
+            self.config = msgspec.structs.replace(self.config, choices=with_picks(self.config.choices, self.picks))
         self.state = self.model.start(self.config, header.initial)
         self.seed_base = zlib.crc32(header.name.encode()) ^ (self.random_seed or 0)
         self.steps_taken = 0
@@ -54,7 +54,7 @@ class ModelAdapter:
     def step(self, event: Input) -> Outputs:
         config = self.config
         if self.random_seed is not None and hasattr(config, "choices"):
-            draw = RandomChoices(self.seed_base + self.steps_taken, config.voters, config.node_id)
+            draw = RandomChoices(self.seed_base + self.steps_taken, config.voters, config.node_id, fixed=config.choices.picks)
             config = msgspec.structs.replace(config, choices=draw)
         self.steps_taken += 1
         transition = self.step_function(config, self.state, event)

@@ -99,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--resign", action=argparse.BooleanOptionalAction, default=None, help="allow leaders to resign")
     check.add_argument("--retries", action=argparse.BooleanOptionalAction, default=None, help="allow request timeouts to re-send")
     check.add_argument("--symmetry", action=argparse.BooleanOptionalAction, default=None, help="symmetry reduction over node ids (default on); for at most 6 nodes, voters and observers together")
+    check.add_argument(
+        "--every-choice",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a node's step takes every outcome the specification allows, each alternative of every choice point it consults "
+        "that the profile leaves open (default on, so what certify accepts is what is checked); --no-every-choice keeps the model's default reading alone",
+    )
     check.add_argument("--replicas", type=int, help="ISR system: replicas of the partition, 1 to 16")
     check.add_argument("--min-isr", type=int, help="ISR system: min.isr, fewest ISR members for an acks=all append")
     check.add_argument("--truncation", help="ISR system: hw (to the high watermark, before KIP-101) or epoch (KIP-101)")
@@ -315,6 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
         "default first) and why. Replay accepts any allowed alternative and follows the implementation's choice. With --run, replay "
         "the corpus through the reference model under every single alternative, sampled combinations and per-step random "
         "resolutions: every reading must conform (exit 1 if one departs).",
+    )
+    choose.add_argument(
+        "--profile",
+        help=f"show what a profile pins: the choice points its release resolves one way, with the code that makes it so, and what stays open ({', '.join(sorted(PROFILES))})",
     )
     choose.add_argument("--run", dest="run_readings", action="store_true", help="replay the corpus through the reference under every alternative")
     choose.add_argument("--corpus", help="corpus for --run (default: the shipped traces/)")

@@ -23,6 +23,12 @@ def message_text(message: object) -> str:
 
 
 def action_text(action: Action) -> str:
+    """An action in words; the alternatives its node took where they are not its own, in brackets."""
+    picks = getattr(action, "picks", ())
+    return _bare_action_text(action) + (f" [{', '.join(f'{name}={pick}' for name, pick in picks)}]" if picks else "")
+
+
+def _bare_action_text(action: Action) -> str:
     kind = type(action)
     if kind in (Deliver, Drop):
         envelope = action.envelope

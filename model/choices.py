@@ -57,9 +57,10 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
         ChoicePoint(
             "COMMON-4",
             "a request with an impossible field and a stale epoch: which refusal it gets",
-            ("fields-first", "epoch-first"),
+            ("fields-first", "epoch-first", "offsets-first"),
             "the KIP has no rule for impossible field values, so nothing orders their refusal (INVALID_REQUEST, INCONSISTENT_VOTER_SET) "
-            "against the stale epoch's FENCED_LEADER_EPOCH (COMMON-1)",
+            "against the stale epoch's FENCED_LEADER_EPOCH (COMMON-1); offsets-first checks the offsets and last epochs a request "
+            "carries before its epoch, the ids and epoch it names after",
         ),
         ChoicePoint(
             "END-REQ-5",
@@ -107,10 +108,24 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "the KIP says a random voter; sending to every voter covers every random choice at once",
         ),
         ChoicePoint(
+            "FETCH-SEND-1",
+            "a voter that looks for the leader whenever it knows none (Options.unattached_discovery), told of a new epoch without one: when its Fetch goes out",
+            ("at-once", "on-request-timer"),
+            "the KIP has a voter look for the leader only on starting (BOOT-1); where it looks whenever it knows none, nothing says the Fetch "
+            "is sent in the same step rather than when a connection is ready (Kafka: RequestManager.isReady), at the latest on its request timer",
+        ),
+        ChoicePoint(
             "RETRY-1",
-            "what the request timer re-sends at a candidate and at a leader",
-            ("vote-and-begin", "nothing"),
-            "the KIP re-sends Vote and BeginQuorumEpoch without saying on which timer; an implementation may re-send on a backoff of its own",
+            "what the request timer re-sends at a candidate (or prospective)",
+            ("votes", "nothing"),
+            "the KIP re-sends Vote requests without saying on which timer; an implementation may re-send on a backoff of its own",
+        ),
+        ChoicePoint(
+            "BEGIN-RESP-1",
+            "what the request timer re-sends at a leader",
+            ("unendorsed", "nothing"),
+            "the KIP re-sends BeginQuorumEpoch to the voters that have not endorsed the leader without saying on which timer; "
+            "one of the leader's own (Kafka's: half the fetch timeout) may or may not have fired when the request timer does",
         ),
     )
 }
@@ -179,11 +194,12 @@ class RandomChoices:
     """Choices drawn at random, once per point: a seeded implementation that resolves each
     choice point its own way, for precision tests."""
 
-    def __init__(self, seed: int, voters: tuple[int, ...], node_id: int) -> None:
+    def __init__(self, seed: int, voters: tuple[int, ...], node_id: int, fixed: Picks = ()) -> None:
+        """`fixed`: points not drawn (a profile's pins)."""
         self.random = random.Random(seed)
         self.voters = voters
         self.node_id = node_id
-        self.drawn: dict[str, str] = {}
+        self.drawn: dict[str, str] = dict(fixed)
 
     def pick(self, name: str) -> str:
         if name not in self.drawn:
@@ -197,17 +213,15 @@ class Outcome(NamedTuple):
     consulted: tuple[str, ...]  # the points it consulted, in order
 
 
-@functools.lru_cache(maxsize=1024)
-def allowed_transitions(step: Callable[[Any, Any, Any], Any], config: Any, state: Any, event: Any) -> tuple[Outcome, ...]:
+def outcomes(step: Callable[[Any, Any, Any], Any], config: Any, state: Any, event: Any) -> tuple[Outcome, ...]:
     """Every outcome the specification allows for one step: the default first, then each
     combination of alternatives at the points the step consults (a point consulted only under
-    some alternative is branched too). A configuration without choices has one outcome.
-    Remembered for recent steps: replay asks again for the steps its check of the trace just
-    asked for (the model is pure, its states and events immutable)."""
+    some alternative is branched too); points the configuration's choices fix (a profile's pins)
+    are not branched. A configuration without choices has one outcome."""
     if not hasattr(config, "choices"):
         return (Outcome((), step(config, state, event), ()),)
     base = dict(config.choices.picks)
-    outcomes: list[Outcome] = []
+    found: list[Outcome] = []
     seen: set[Picks] = set()
     pending: list[dict[str, str]] = [{}]
     while pending:
@@ -220,12 +234,24 @@ def allowed_transitions(step: Callable[[Any, Any, Any], Any], config: Any, state
         transition = step(msgspec.structs.replace(config, choices=trail), state, event)
         consulted = tuple(dict.fromkeys(trail.consulted))
         taken = tuple(sorted((name, trail.picks.get(name) or default(name)) for name in consulted))
-        outcomes.append(Outcome(taken, transition, consulted))
+        found.append(Outcome(taken, transition, consulted))
         for name in consulted:
             if name not in fixed and name not in base:
                 excluded = -1 if config.options.discovery_includes_self else config.node_id  # OBS-2's voters: Options.discovery_includes_self
                 pending += [fixed | {name: a} for a in alternatives(name, config.voters, excluded)[1:]]
-    return tuple(outcomes)
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=1024)
+def allowed_transitions(step: Callable[[Any, Any, Any], Any], config: Any, state: Any, event: Any) -> tuple[Outcome, ...]:
+    """outcomes(), remembered for recent steps: replay asks again for the steps its check of the
+    trace just asked for (the model is pure, its states and events immutable)."""
+    return outcomes(step, config, state, event)
+
+
+def with_picks(choices: Choices, picks: Picks) -> Choices:
+    """`choices` with `picks` fixed as well (a pick of the same point replaces the earlier one)."""
+    return Choices(tuple(sorted((dict(choices.picks) | dict(picks)).items()))) if picks else choices
 
 
 def each_single_alternative(voters: tuple[int, ...] = (1, 2, 3), node_id: int = 1) -> Iterator[Picks]:

@@ -6,7 +6,8 @@ leader) ever elected, every vote ever cast, every record ever committed.
 
 import msgspec
 
-from model import network
+from model import choices, network
+from model.choices import Picks, with_picks
 from model.config import ClusterConfig, NodeConfig
 from model.events import ClientAppend, Crash, Event, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.messages import REQUEST_TYPES, Record
@@ -47,10 +48,13 @@ class Bounds(msgspec.Struct, frozen=True, kw_only=True):
     progress_timeouts: bool = True  # a leader may time out for lack of fetches (PROGRESS-1)
 
 
-# Actions: the environment's choices, one per step of a cluster run.
+# Actions: the environment's choices, one per step of a cluster run. An action that steps a node
+# carries the alternatives its node took at the choice points the step consulted, where they are
+# not the node's own (model/choices.py): its `picks`.
 class Deliver(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     envelope: Envelope
     duplicate: bool = False  # deliver a copy and leave the message in flight
+    picks: Picks = ()
 
 
 class Drop(msgspec.Struct, frozen=True, kw_only=True, tag=True):
@@ -60,23 +64,28 @@ class Drop(msgspec.Struct, frozen=True, kw_only=True, tag=True):
 class Fire(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     node: int
     timer: TimerKind
+    picks: Picks = ()
 
 
 class Append(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     node: int
     value: int
+    picks: Picks = ()
 
 
 class ResignLeader(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     node: int
+    picks: Picks = ()
 
 
 class CrashNode(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     node: int
+    picks: Picks = ()
 
 
 class RestartNode(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     node: int
+    picks: Picks = ()
 
 
 Action = Deliver | Drop | Fire | Append | ResignLeader | CrashNode | RestartNode
@@ -85,9 +94,12 @@ Action = Deliver | Drop | Fire | Append | ResignLeader | CrashNode | RestartNode
 class Cluster:
     """The static part of a cluster run: its configuration and each member's node config."""
 
-    def __init__(self, config: ClusterConfig, bounds: Bounds = Bounds()) -> None:
+    def __init__(self, config: ClusterConfig, bounds: Bounds = Bounds(), every_choice: bool = False) -> None:
+        """`every_choice`: whether a run may take, at each node step, any outcome the
+        specification allows (alternatives()), or only its nodes' own choices."""
         self.config = config
         self.bounds = bounds
+        self.every_choice = every_choice
         self.ids = config.nodes
         self.node_configs = tuple(config.node(n) for n in self.ids)
         self.index = {n: i for i, n in enumerate(self.ids)}
@@ -103,6 +115,27 @@ class Cluster:
             actions.extend(node_actions(node_id, config, node, state.history, self.bounds))
         return actions
 
+    def chosen(self, position: int, picks: Picks) -> NodeConfig:
+        """The configuration of the node at `position` with `picks` fixed as well."""
+        config = self.node_configs[position]
+        return replace(config, choices=with_picks(config.choices, picks)) if picks else config
+
+    def alternatives(self, state: ClusterState, action: Action) -> list[Action]:
+        """The action under each distinct outcome the specification allows its node's step (the
+        default first, no picks); a drop has one."""
+        if type(action) is Drop:
+            return [action]
+        node_id, event = event_of(action)
+        i = self.index[node_id]
+        config = self.node_configs[i]
+        found, seen = [], set()
+        for outcome in choices.outcomes(nodes.step, config, state.nodes[i], event):
+            result = (outcome.transition.state, outcome.transition.outputs)
+            if result not in seen:
+                seen.add(result)
+                found.append(replace(action, picks=tuple((n, a) for n, a in outcome.picks if a != config.choices.pick(n))))
+        return found
+
     def apply(self, state: ClusterState, action: Action) -> tuple[ClusterState, Transition | None]:
         """The state after an action, and the node transition it caused (None for a drop)."""
         if type(action) is Drop:
@@ -113,7 +146,7 @@ class Cluster:
         node_id, event = event_of(action)
         i = self.index[node_id]
         before = state.nodes[i]
-        transition = nodes.step(self.node_configs[i], before, event)
+        transition = nodes.step(self.chosen(i, action.picks), before, event)
         for envelope in outgoing(node_id, event, transition):
             bag = network.add(bag, envelope)
         members = state.nodes[:i] + (transition.state,) + state.nodes[i + 1 :]

@@ -5,9 +5,11 @@ wanted, the model has one named option; a profile is a set of option values. Han
 options, they are never copied to vary.
 """
 
+from typing import NamedTuple
+
 import msgspec
 
-from model.choices import Choices
+from model.choices import Choices, Picks
 
 
 class ConfigError(ValueError):
@@ -87,9 +89,10 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     resigned_resends_end_epoch: bool = False
     # COMMON-3 for a response to a request the node no longer awaits (a Fetch other than the one
     # in flight, a Vote from an earlier candidacy, a BeginQuorumEpoch or EndQuorumEpoch from an
-    # earlier leadership or resignation). False: its leader and epoch are still taken
-    # (the model's reading); True: it is dropped unread, as Kafka's RequestManager forgets every
-    # request on a change of state (resetConnections) and drops a response it does not expect.
+    # earlier leadership or resignation, a second answer from a voter to one election). False: its
+    # leader and epoch are still taken (the model's reading); True: it is dropped unread, as Kafka's
+    # RequestManager forgets every request on a change of state (resetConnections), keeps one in
+    # flight per node, and drops a response it does not expect.
     stale_responses_ignored: bool = False
     # FETCH-RESP-3 with COMMON-3: a Fetch response that names the leader of the node's own epoch,
     # one it did not know. False: the node follows it and fetches again (the model's reading);
@@ -191,6 +194,49 @@ PROFILES["kafka-4.3"] = msgspec.structs.replace(
     follower_refuses_votes=True,
 )
 
+class Pin(NamedTuple):
+    """A choice point a release resolves one way, always: the alternative, and the code that makes it so."""
+
+    alternative: str
+    why: str
+
+
+# What Kafka's raft client does at the choice points where it has one behaviour
+# (KafkaRaftClient in kafka-raft 3.9.1 and 4.3.1). Left open: OBS-2 (RequestManager.
+# findReadyBootstrapServer starts at a random bootstrap voter), BEGIN-RESP-1 (LeaderState's
+# beginQuorumEpochTimer, half the fetch timeout, may or may not have fired when a request times
+# out), ELECT-6 in 3.9 (binaryExponentialElectionBackoffMs: a random backoff, 0 included);
+# END-REQ-3 and VOTE-REQ-4A are never consulted under these profiles (conflicting_leader_fatal,
+# voter_set_unchecked). COMMON-3 stays open too: Kafka follows what a Vote response names
+# (maybeHandleCommonResponse runs before handleVoteResponse looks at the role), but the Fetch an
+# unattached voter then sends waits for a ready connection (RequestManager.isReady), so at that
+# step its outputs are the candidate-only reading's.
+_KAFKA_PINS = {
+    "FETCH-REQ-5": Pin("epoch-first", "KafkaRaftClient.validateLeaderOnlyRequest: FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, then NOT_LEADER_OR_FOLLOWER"),
+    "FETCH-REQ-3": Pin("none", "KafkaRaftClient.tryCompleteFetchRequest: buildFetchResponse(Errors.NONE, ...) with the DivergingEpoch set"),
+    "VOTER-ONLY-1": Pin("follow", "KafkaRaftClient.handleBeginQuorumEpochRequest -> maybeTransition -> transitionToFollower, with no voter check"),
+    "COMMON-4": Pin(
+        "offsets-first",
+        "KafkaRaftClient.handleFetchRequest and handleVoteRequest refuse impossible offsets and last epochs (INVALID_REQUEST) before "
+        "validateLeaderOnlyRequest / validateVoterOnlyRequest check the epoch, which then check the ids named (candidate, leader)",
+    ),
+    "END-REQ-5": Pin("before-standing", "KafkaRaftClient.handleEndQuorumEpochRequest answers as the follower it still is; it stands on its next poll (pollFollowerAsVoter)"),
+    "VOTE-REQ-3A": Pin("refuse", "FollowerState.canGrantVote never grants a standard vote; UnattachedState refuses once it knows a leader"),
+    "FETCH-RESP-3": Pin("ignore", "RequestManager.isResponseExpected: one request in flight per node, a late response dropped"),
+    "RETRY-1": Pin("votes", "KafkaRaftClient.maybeSendVoteRequests re-sends to every voter that has not answered once its request times out (RequestManager.isReady)"),
+}
+PINS: dict[str, dict[str, Pin]] = {
+    "kafka-3.9": _KAFKA_PINS,
+    "kafka-4.3": _KAFKA_PINS
+    | {"ELECT-6": Pin("after-backoff", "KafkaRaftClient.pollCandidate: a candidate that lost waits its election timeout, then becomes prospective (no backoff in 4.x)")},
+}
+
+
+def pinned(profile_name: str) -> Picks:
+    """The choices a profile's release makes one way, as picks."""
+    return tuple(sorted((name, pin.alternative) for name, pin in PINS.get(profile_name, {}).items()))
+
+
 FAULTY_PROFILES: dict[str, Options] = {
     "faulty-hw-any-epoch": Options(hw_any_epoch=True),
     "faulty-vote-no-log-check": Options(vote_without_log_check=True),
@@ -283,6 +329,7 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True):
             cluster_id=self.cluster_id,
             options=self.options,
             timing=self.timing,
+            choices=Choices(pinned(self.profile)),
         )
 
 

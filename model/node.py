@@ -171,13 +171,15 @@ def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
     if role == Role.CANDIDATE and lost(config, state) and config.choices.pick("ELECT-6") == "on-request-timer":
         again, outputs = stand(config, state)  # its random backoff ended before the request timer fired
         return Transition(again, outputs, ("RETRY-1", "VOTE-RESP-2") + standing_rules(again))
-    if role in (Role.CANDIDATE, Role.PROSPECTIVE, Role.LEADER) and config.choices.pick("RETRY-1") == "nothing":
-        return Transition(state, NO_OUTPUTS, ("RETRY-1",))
     if role in (Role.CANDIDATE, Role.PROSPECTIVE):
+        if config.choices.pick("RETRY-1") == "nothing":
+            return Transition(state, NO_OUTPUTS, ("RETRY-1",))
         return Transition(state, request_votes(config, state), ("RETRY-1",))
     if role == Role.RESIGNED and config.options.resigned_resends_end_epoch:
         return Transition(state, resend_end_epoch(config, state), ("RETRY-1", "END-SEND-2"))
     if role == Role.LEADER:
+        if config.choices.pick("BEGIN-RESP-1") == "nothing":
+            return Transition(state, NO_OUTPUTS, ("RETRY-1", "BEGIN-RESP-1"))
         announce = BeginQuorumEpochRequest(ClusterId=config.cluster_id, LeaderId=config.node_id, LeaderEpoch=state.epoch)
         outputs = tuple(Send(destination=v, message=announce) for v in config.voters if v not in state.endorsed)
         return Transition(state, outputs, ("RETRY-1", "BEGIN-RESP-1"))

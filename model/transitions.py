@@ -109,7 +109,9 @@ def become_unattached(config: NodeConfig, state: NodeState, epoch: int, *, disco
     voted_id = state.voted_id if epoch == state.epoch else -1
     role = Role.UNATTACHED if config.is_voter else Role.OBSERVER
     unattached = enter_role(state, role, epoch=epoch, leader_id=-1, voted_id=voted_id)
-    if discover or not config.is_voter or config.options.unattached_discovery:
+    if discover or not config.is_voter:
+        return send_fetch(config, unattached)
+    if config.options.unattached_discovery and config.choices.pick("FETCH-SEND-1") == "at-once":
         return send_fetch(config, unattached)
     return unattached, NO_OUTPUTS
 

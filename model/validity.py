@@ -7,63 +7,68 @@ handleVoteRequest, validateVoterOnlyRequest, handleFetchRequest); a leader or su
 outside the voter set is a request "with inconsistent membership", INCONSISTENT_VOTER_SET.
 """
 
+from typing import NamedTuple
+
 from model.config import NodeConfig
 from model.messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, OffsetsForLeaderEpochRequest, VoteRequest
 from model.transitions import last_record_offset
 from spec import errors
 
 
-def ahead_of_epoch_check(config: NodeConfig, refusal: int | None, request_epoch: int, epoch: int) -> int | None:
-    """The refusal, unless the request's epoch is stale and the node checks the epoch first (the
-    COMMON-4 choice point): then the stale epoch's own refusal (COMMON-1) answers it."""
-    if refusal is None or request_epoch >= epoch or config.choices.pick("COMMON-4") == "fields-first":
-        return refusal
-    return None
+class Refusal(NamedTuple):
+    code: int
+    of_offsets: bool  # an impossible offset or last epoch the request carries (not an id or epoch it names): COMMON-4's offsets-first
 
 
-def vote_refusal(config: NodeConfig, request: VoteRequest) -> int | None:
+def ahead_of_epoch_check(config: NodeConfig, refusal: Refusal | None, request_epoch: int, epoch: int) -> int | None:
+    """The refusal's code, unless the request's epoch is stale and the node checks the epoch
+    first (the COMMON-4 choice point): then the stale epoch's own refusal (COMMON-1) answers it."""
+    if refusal is None:
+        return None
+    if request_epoch >= epoch:
+        return refusal.code
+    order = config.choices.pick("COMMON-4")
+    return refusal.code if order == "fields-first" or (order == "offsets-first" and refusal.of_offsets) else None
+
+
+def vote_refusal(config: NodeConfig, request: VoteRequest) -> Refusal | None:
     """The candidate's last record is of an earlier epoch than the one it stands in (it bumped it);
     a pre-vote's may be of the epoch it asks in."""
-    malformed = (
-        request.CandidateEpoch < 0
-        or request.CandidateId < 0
-        or request.LastOffsetEpoch < 0
+    if (
+        request.LastOffsetEpoch < 0
         or request.LastOffsetEpoch > request.CandidateEpoch
         or (request.LastOffsetEpoch == request.CandidateEpoch and not request.PreVote)  # a pre-vote asks in the epoch it has
         or last_record_offset(config, request) < -1
-    )
-    return errors.INVALID_REQUEST if malformed else None
+    ):
+        return Refusal(errors.INVALID_REQUEST, of_offsets=True)
+    return Refusal(errors.INVALID_REQUEST, of_offsets=False) if request.CandidateEpoch < 0 or request.CandidateId < 0 else None
 
 
-def leader_refusal(config: NodeConfig, leader_id: int, epoch: int) -> int | None:
+def leader_refusal(config: NodeConfig, leader_id: int, epoch: int) -> Refusal | None:
     """BeginQuorumEpoch and EndQuorumEpoch name a voter other than the receiver as leader."""
     if epoch < 0 or leader_id < 0 or leader_id == config.node_id:
-        return errors.INVALID_REQUEST
-    return None if leader_id in config.voters or config.options.voter_set_unchecked else errors.INCONSISTENT_VOTER_SET
+        return Refusal(errors.INVALID_REQUEST, of_offsets=False)
+    return None if leader_id in config.voters or config.options.voter_set_unchecked else Refusal(errors.INCONSISTENT_VOTER_SET, of_offsets=False)
 
 
-def begin_refusal(config: NodeConfig, request: BeginQuorumEpochRequest) -> int | None:
+def begin_refusal(config: NodeConfig, request: BeginQuorumEpochRequest) -> Refusal | None:
     return leader_refusal(config, request.LeaderId, request.LeaderEpoch)
 
 
-def end_refusal(config: NodeConfig, request: EndQuorumEpochRequest) -> int | None:
+def end_refusal(config: NodeConfig, request: EndQuorumEpochRequest) -> Refusal | None:
     if request.ReplicaId < 0 or len(set(request.PreferredSuccessors)) != len(request.PreferredSuccessors):
-        return errors.INVALID_REQUEST
+        return Refusal(errors.INVALID_REQUEST, of_offsets=False)
     refusal = leader_refusal(config, request.LeaderId, request.LeaderEpoch)
     if refusal is None and not set(request.PreferredSuccessors) <= set(config.voters) and not config.options.voter_set_unchecked:
-        return errors.INCONSISTENT_VOTER_SET
+        return Refusal(errors.INCONSISTENT_VOTER_SET, of_offsets=False)
     return refusal
 
 
-def fetch_refusal(config: NodeConfig, request: FetchRequest) -> int | None:
+def fetch_refusal(config: NodeConfig, request: FetchRequest) -> Refusal | None:
     """A fetcher's last fetched epoch is never above its own epoch."""
-    malformed = (
-        request.CurrentLeaderEpoch < 0
-        or request.FetchOffset < 0
-        or request.LastFetchedEpoch < 0
-        or request.LastFetchedEpoch > request.CurrentLeaderEpoch
-    )
-    return errors.INVALID_REQUEST if malformed else None
+    if request.FetchOffset < 0 or request.LastFetchedEpoch < 0 or request.LastFetchedEpoch > request.CurrentLeaderEpoch:
+        return Refusal(errors.INVALID_REQUEST, of_offsets=True)
+    return Refusal(errors.INVALID_REQUEST, of_offsets=False) if request.CurrentLeaderEpoch < 0 else None
 
 
 def offsets_refusal(config: NodeConfig, request: OffsetsForLeaderEpochRequest) -> int | None:

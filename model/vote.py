@@ -89,7 +89,8 @@ def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) 
     request: VoteRequest = event.request
     nominee = state.role == (Role.PROSPECTIVE if request.PreVote else Role.CANDIDATE)
     asked = awaits(state, Role.PROSPECTIVE if request.PreVote else Role.CANDIDATE, request.CandidateEpoch)  # the election (or pre-vote) now running asked this
-    if config.options.stale_responses_ignored and not asked:
+    if config.options.stale_responses_ignored and (not asked or event.source in state.granted | state.refused):
+        # A voter that has answered this election has no request of it in flight any more (one per voter), so a second answer is dropped too.
         return Transition(state, (), ("COMMON-3",))
     if response.ErrorCode == errors.UNSUPPORTED_VERSION and asked and request.PreVote:
         # A voter that predates pre-votes (KIP-996) cannot answer one: stand without it, as Kafka does.

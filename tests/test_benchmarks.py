@@ -61,8 +61,8 @@ def test_the_spark_benchmark_compares_the_engines_on_pinned_cores(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     rows = {line.split("  ")[0]: line.split() for line in result.stdout.splitlines()[2:4]}
-    assert rows["in-process"][1:5] == ["1", "873", "1,792", "21"]  # cores, distinct, generated, depth
-    assert rows["Spark local[1]"][2:6] == ["1", "873", "1,792", "21"]
+    assert rows["in-process"][1:5] == ["1", "1,041", "2,246", "21"]  # cores, distinct, generated, depth
+    assert rows["Spark local[1]"][2:6] == ["1", "1,041", "2,246", "21"]
     assert "identical counts across runs: yes" in result.stdout
     assert "Spark per core / in-process: " in result.stdout
     assert (tmp_path / "spark-smoke.txt").read_text() == result.stdout
@@ -74,12 +74,12 @@ def test_the_in_flight_growth_benchmark_names_the_bound_from_which_counts_stop_g
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines()[2:8]]
     assert [tuple(row[:5]) for row in rows] == [
-        ("3", "1", "memory", "yes", "873"),
-        ("3", "2", "disk", "yes", "873"),
-        ("4", "1", "memory", "yes", "1,083"),
-        ("4", "2", "disk", "yes", "1,083"),
-        ("6", "1", "memory", "yes", "1,083"),
-        ("6", "2", "disk", "yes", "1,083"),
+        ("3", "1", "memory", "yes", "1,041"),
+        ("3", "2", "disk", "yes", "1,041"),
+        ("4", "1", "memory", "yes", "1,251"),
+        ("4", "2", "disk", "yes", "1,251"),
+        ("6", "1", "memory", "yes", "1,251"),
+        ("6", "2", "disk", "yes", "1,251"),
     ]
     assert all(row[-1] == "-" for row in rows[::2]) and all(row[-1].replace(",", "").isdigit() for row in rows[1::2])  # disk MiB
     assert result.stdout.splitlines()[-1] == "counts equal at N and N + 2 (the bound no longer binds) from: 4"

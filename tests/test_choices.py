@@ -10,12 +10,12 @@ import msgspec
 import pytest
 
 from adapters.model_adapter import ModelAdapter
-from adapters.node_models import kraft_start
+from adapters.node_models import kraft_start, model_for, outputs_of
 from adapters.registry import AdapterOptionError, adapter_factory
 from conformance import cli
 from conformance.certify.precision import load_corpus, precision_adapters, run_precision
 from conformance.certify.replay import ResponseBinder, replay, replay_file, trace_files
-from conformance.corpus.generate import DEFAULT_CORPUS
+from conformance.corpus.generate import DEFAULT_CORPUS, shipped_corpora
 from model import node as nodes
 from model.choices import CHOICE_POINTS, Choices, alternatives, allowed_transitions, default
 from model.config import ClusterConfig
@@ -88,10 +88,30 @@ def test_every_reading_of_the_specification_conforms_to_the_whole_corpus():
     assert len(precise) == len(CORPUS)
 
 
-def test_every_alternative_is_told_apart_somewhere_in_the_corpus():
-    """Each alternative of each point is distinguishable from the default at some step: the
-    corpus's traces record it among the step's allowed outcomes."""
-    shown = {(name, pick.split(":")[0]) for _, trace in CORPUS for step in trace.steps for a in step.allowed for name, pick in a.choices.items()}
+def test_every_alternative_is_told_apart_somewhere_in_the_shipped_corpora():
+    """Each alternative of each point is distinguishable from the default at some step of a
+    shipped corpus (FETCH-SEND-1 arises only under the Kafka profiles' unattached_discovery): the model, walked along the traces that record other outcomes, gives it an outcome
+    of its own there. (A trace records each distinct outcome once, under the first alternative
+    that gives it, so an alternative that agrees with another at every step it differs from the
+    default, as COMMON-4's offsets-first does, is not named in the traces themselves.)"""
+    shown = set()
+    for _, trace in [loaded for corpus in shipped_corpora().values() for loaded in load_corpus(trace_files(corpus))]:
+        if not any(step.allowed for step in trace.steps):
+            continue
+        model = model_for(trace.header.setting)
+        config = model.config(trace.header.setting, trace.header.node)
+        state = model.start(config, trace.header.initial)
+        for step in trace.steps:
+            default_outcome, *others = allowed_transitions(model.step, config, state, step.input)
+            if step.allowed:
+                shown |= {
+                    (name, pick.split(":")[0])
+                    for outcome in others
+                    if outputs_of(step.input, outcome.transition) != outputs_of(step.input, default_outcome.transition) or outcome.transition.state != default_outcome.transition.state
+                    for name, pick in outcome.picks
+                    if pick != default(name)
+                }
+            state = default_outcome.transition.state
     wanted = {(name, pick) for name, point in CHOICE_POINTS.items() for pick in point.alternatives[1:]}
     assert wanted <= shown, sorted(wanted - shown)
 
@@ -124,7 +144,7 @@ def test_the_binder_readdresses_a_response_and_skips_one_to_nothing_sent():
     binder.note([Send(destination=3, message=ask)])
     answer = FetchResponse()
     assert binder.bind(Response(source=2, message=answer, request=ask)).source == 3
-    assert binder.bind(Response(source=3, message=answer, request=ask)).source == 3  # sent there: delivered as it is
+    assert binder.bind(Response(source=3, message=answer, request=ask)) is None  # 3 has answered already: the re-addressed response took its place
     assert binder.bind(Response(source=2, message=answer, request=other)) is None
 
 

@@ -30,9 +30,10 @@ NO_LIMIT = 64  # a bound that never binds: losses are explored as steps of their
 
 
 def naive_search(config: ClusterConfig, faults: Bounds, max_epoch: int, max_elections: int | None) -> tuple[set, dict[str, int]]:
-    """Breadth-first search over ClusterState itself, every loss a step: (nodes with dead fields
-    blanked, history) of every reachable state, and the depth each property is first violated at."""
-    cluster = Cluster(config, faults)
+    """Breadth-first search over ClusterState itself, every loss a step, every allowed outcome of
+    a node step a successor: (nodes with dead fields blanked, history) of every reachable state,
+    and the depth each property is first violated at."""
+    cluster = Cluster(config, faults, every_choice=True)
     blank = {f: frozenset() for f in dead_fields(faults)}
     start = cluster.initial()
     seen, frontier, first_violated, depth = {start}, [start], {}, 0
@@ -42,7 +43,7 @@ def naive_search(config: ClusterConfig, faults: Bounds, max_epoch: int, max_elec
                 first_violated.setdefault(violation.rule, depth)
         following = []
         for state in frontier:
-            for action in cluster.enabled(state):
+            for action in (chosen for enabled in cluster.enabled(state) for chosen in cluster.alternatives(state, enabled)):
                 successor, _ = cluster.apply(state, action)
                 history = successor.history
                 if any(n.epoch > max_epoch for n in successor.nodes) or (max_elections is not None and history.elections > max_elections):

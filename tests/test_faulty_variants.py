@@ -65,7 +65,7 @@ def test_check_json_summary_has_the_promised_keys(capsys):
     assert cli.main(["check", "--config", "smoke", "--json", "--workers", "1"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {"config", "distinct_states", "generated_states", "depth", "wall_s", "workers", "violations"} <= data.keys()
-    assert data["distinct_states"] == 873 and data["violations"] == [] and data["complete"] is True
+    assert data["distinct_states"] == 1_041 and data["violations"] == [] and data["complete"] is True
 
 
 def test_check_rejects_bad_input(capsys):

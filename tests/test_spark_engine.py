@@ -29,7 +29,7 @@ from conformance.spark.standalone import StandaloneCluster
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH: Spark cannot start (scripts/bootstrap installs it)")
 
-SMOKE = (873, 1_792, 21)  # distinct, generated, depth: the in-process engine's, pinned in tests/test_check_configs.py
+SMOKE = (1_041, 2_246, 21)  # distinct, generated, depth: the in-process engine's, pinned in tests/test_check_configs.py
 
 
 @pytest.fixture(scope="module")

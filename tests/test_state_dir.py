@@ -20,7 +20,7 @@ from conformance.explore.sharded import explore_sharded
 from conformance.explore.workspace import read_checkpoint
 
 # 2 voters, 4 elections, no loss: exhausted at 146,552 states, depth 30 (tests/test_check_configs.py).
-MATCHED_TLC = ["--config", "tlc-kraft-if4", "--voters", "2", "--max-elections", "4", "--max-epoch", "4", "--no-loss", "--profile", "faulty-no-leader-change", "--max-in-flight", "6"]
+MATCHED_TLC = ["--config", "tlc-kraft-if4", "--voters", "2", "--max-elections", "4", "--max-epoch", "4", "--no-loss", "--profile", "faulty-no-leader-change", "--max-in-flight", "6", "--no-every-choice"]
 MATCHED_TLC_COUNTS = (146_552, 30)
 VIOLATED = resolve("faults", {"profile": "faulty-truncate-to-hw"})  # SAFE-9 after 9 steps
 

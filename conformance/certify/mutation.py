@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 
 from adapters.mutants import MUTANTS, mutant_adapter
-from conformance.certify.precision import load_corpus, precision_adapters, run_precision
+from conformance.certify.precision import load_corpus, pinned_points, precision_adapters, run_precision
 from conformance.certify.replay import DEPARTS, replay, trace_files
 from conformance.certify.verdicts import verdicts
 
@@ -28,7 +28,7 @@ class MutantScore(msgspec.Struct, frozen=True, kw_only=True):
 def mutation_scores(corpus: Path, verify: bool = True) -> list[MutantScore]:
     """Replay the corpus through every mutant (no reports): which traces catch it, and on which rule."""
     loaded = load_corpus(trace_files(corpus, verify))
-    _, precise = run_precision(loaded, precision_adapters(combinations=2, random_runs=2))
+    _, precise = run_precision(loaded, precision_adapters(combinations=2, random_runs=2, pinned=pinned_points(loaded)))
     scores = []
     for mutant in MUTANTS.values():
         results = [replay(mutant_adapter(mutant.name), trace, str(path)) for path, trace in loaded]

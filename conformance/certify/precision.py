@@ -17,6 +17,7 @@ import msgspec
 from adapters.registry import adapter_factory
 from conformance.certify.replay import CONFORMS, VERDICTS, TraceResult, replay
 from model.choices import CHOICE_POINTS, alternatives
+from model.config import PINS
 from spec import trace as traces
 from spec.trace import Trace
 
@@ -29,15 +30,23 @@ class PrecisionRun(msgspec.Struct, frozen=True, kw_only=True):
     first_failure: str = ""  # the first trace that did not conform, and why
 
 
-def precision_adapters(combinations: int = 4, random_runs: int = 4, seed: int = 0) -> list[str]:
+def precision_adapters(combinations: int = 4, random_runs: int = 4, seed: int = 0, pinned: frozenset[str] = frozenset()) -> list[str]:
     """Every single alternative, `combinations` sampled combinations of one alternative per
-    point, and `random_runs` per-step random resolutions; as adapter names."""
-    singles = [f"reference:{name}={pick}" for name in CHOICE_POINTS for pick in alternatives(name, CORPUS_VOTERS, 0)[1:]]
+    point, and `random_runs` per-step random resolutions; as adapter names. Points in `pinned`
+    (the corpus's profile resolves them one way) are no reading of it: left to the profile."""
+    points = [name for name in CHOICE_POINTS if name not in pinned]
+    singles = [f"reference:{name}={pick}" for name in points for pick in alternatives(name, CORPUS_VOTERS, 0)[1:]]
     draw = random.Random(seed)
     combined = [
-        "reference:" + ",".join(f"{name}={draw.choice(alternatives(name, CORPUS_VOTERS, 0))}" for name in CHOICE_POINTS) for _ in range(combinations)
+        "reference:" + ",".join(f"{name}={draw.choice(alternatives(name, CORPUS_VOTERS, 0))}" for name in points) for _ in range(combinations)
     ]
     return singles + combined + [f"reference:random={n}" for n in range(seed, seed + random_runs)]
+
+
+def pinned_points(corpus: list[tuple[Path, Trace]]) -> frozenset[str]:
+    """The choice points the corpus's profiles pin (model.config.PINS)."""
+    profiles = {trace.header.setting.profile for _, trace in corpus if hasattr(trace.header.setting, "profile")}
+    return frozenset(name for profile in profiles for name in PINS.get(profile, {}))
 
 
 def load_corpus(files: list[Path]) -> list[tuple[Path, Trace]]:

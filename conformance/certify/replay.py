@@ -187,36 +187,49 @@ class ResponseBinder:
 
     A trace's response answers a request the reference sent. Where the node took another
     alternative (it fetched from voter 3 alone, where the reference asked every voter), a
-    response is delivered as coming from a destination the node awaits: one its latest sending
-    of that request went to (a step that sends a request again supersedes where it went before,
-    as a node that re-sends on a timeout gives up on the earlier ones) and that has not answered
-    since. A response to a request the node never sent is skipped: no network could deliver it.
+    response from a voter the node's latest sending of that request did not go to is delivered
+    as coming from a destination the node awaits: one that sending went to (a step that sends a
+    request again supersedes where it went before, as a node that re-sends on a timeout gives
+    up on the earlier ones) and that has not answered since. A re-addressed response takes the
+    place of the trace's own from that destination: a destination given one answers no more
+    often than the node sent it the request, so no voter answers one sending twice. Any other
+    response from a voter the node sent the request to is delivered as it is (late, or
+    duplicated as a network may); one to a request the node never sent is skipped: no network
+    could deliver it.
     """
 
     def __init__(self) -> None:
-        self.sent: dict[bytes, set[int]] = {}  # request -> every destination the node sent it to
+        self.sent: dict[bytes, Counter[int]] = {}  # request -> how often the node sent it to each destination
+        self.answered: dict[bytes, Counter[int]] = {}  # request -> how many responses were delivered from each destination
+        self.readdressed: dict[bytes, set[int]] = {}  # request -> the destinations a re-addressed response was delivered from
+        self.latest: dict[bytes, list[int]] = {}  # request -> where its latest sending went
         self.waiting: dict[bytes, list[int]] = {}  # request -> where its latest sending went, not answered since
 
     def note(self, sends: Iterable) -> None:
         latest: dict[bytes, list[int]] = {}
         for send in sends:
             key = msgspec.msgpack.encode(send.message)
-            self.sent.setdefault(key, set()).add(send.destination)
+            self.sent.setdefault(key, Counter())[send.destination] += 1
             latest.setdefault(key, []).append(send.destination)
-        self.waiting.update(latest)
+        self.latest.update(latest)
+        self.waiting.update((key, list(destinations)) for key, destinations in latest.items())
 
     def bind(self, event: Input) -> Input | None:
         if type(event) is not Response:
             return event
         key = msgspec.msgpack.encode(event.request)
         waiting = self.waiting.get(key, [])
-        if event.source not in waiting:
-            if waiting:
-                event = msgspec.structs.replace(event, source=waiting[-1])
-            elif event.source not in self.sent.get(key, ()):
-                return None
+        answered = self.answered.setdefault(key, Counter())
+        if waiting and event.source not in self.latest[key]:  # the node asked others: one of them answers
+            self.readdressed.setdefault(key, set()).add(waiting[-1])
+            event = msgspec.structs.replace(event, source=waiting[-1])
+        elif event.source not in waiting:
+            sent = self.sent.get(key, Counter())[event.source]
+            if not sent or (event.source in self.readdressed.get(key, ()) and answered[event.source] >= sent):
+                return None  # never asked, or a re-addressed response took the place of this answer
         if event.source in waiting:
             waiting.remove(event.source)
+        answered[event.source] += 1
         return event
 
 

@@ -37,6 +37,7 @@ def configuration(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheck
         "resign": args.resign,
         "retries": args.retries,
         "symmetry": args.symmetry,
+        "every_choice": args.every_choice,
         "replicas": args.replicas,
         "min_isr": args.min_isr,
         "truncation": args.truncation,
@@ -61,7 +62,7 @@ def resumed(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheckConfig
 # The options that fix what a search explores (with --resume, the kept search's own are used).
 CONFIGURATION_OPTIONS = (
     "config", "voters", "observers", "profile", "client_values", "max_epoch", "max_in_flight", "max_elections", "fetch_max_records",
-    "crashes", "loss", "duplication", "resign", "retries", "symmetry", "replicas", "min_isr", "truncation", "unflushed_loss", "workers",
+    "crashes", "loss", "duplication", "resign", "retries", "symmetry", "every_choice", "replicas", "min_isr", "truncation", "unflushed_loss", "workers",
 )
 
 

@@ -7,18 +7,20 @@ from pathlib import Path
 
 import msgspec
 
-from conformance.certify.precision import load_corpus, precision_adapters, run_precision
+from conformance.certify.precision import load_corpus, pinned_points, precision_adapters, run_precision
 from conformance.certify.replay import DEPARTS, ERROR, VERDICTS, trace_files
 from conformance.corpus.generate import DEFAULT_CORPUS
 from conformance.text import wrapped_table
 from model.choices import CHOICE_POINTS, ONE_VOTER
-from model.config import ConfigError
+from model.config import PINS, ConfigError, profile
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.profile is not None:
+        return show_pins(args.profile, args.json)
     if not args.run_readings:
         points = [
-            {"choice": p.name, "question": p.question, "alternatives": [f"{a}:N" if a == ONE_VOTER else a for a in p.alternatives], "why": p.why}
+            {"choice": p.name, "question": p.question, "alternatives": alternatives_shown(p.name), "why": p.why}
             for p in CHOICE_POINTS.values()
         ]
         if args.json:
@@ -32,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         if not 0 <= value <= 1000:
             raise ConfigError(f"{name} must be between 0 and 1000, got {value}")
     corpus = load_corpus(trace_files(Path(args.corpus) if args.corpus else DEFAULT_CORPUS, args.verify))
-    adapters = precision_adapters(args.combinations, args.random, args.seed)
+    adapters = precision_adapters(args.combinations, args.random, args.seed, pinned_points(corpus))
     live = sys.stderr.isatty() and not args.json
 
     def progress(done: int, total: int) -> None:
@@ -48,3 +50,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"\n{len(rows)} readings of the specification, {len(corpus)} traces: "
               + ("every reading conforms to every trace" if clean else "SOME READING DEPARTS: kraftcheck is imprecise there"))
     return 0 if clean else 1
+
+
+def show_pins(name: str, as_json: bool) -> int:
+    """Per choice point, what the profile pins (and the release's code that makes it so) or that it stays open."""
+    profile(name)  # a ConfigError naming the known profiles
+    pins = PINS.get(name, {})
+    points = [
+        {"choice": p.name, "pinned": pins[p.name].alternative if p.name in pins else None, "why": pins[p.name].why if p.name in pins else p.why}
+        for p in CHOICE_POINTS.values()
+    ]
+    if as_json:
+        print(json.dumps({"profile": name, "points": points}))
+        return 0
+    rows = [(p["choice"], p["pinned"] or "open: " + " | ".join(alternatives_shown(p["choice"])), p["why"]) for p in points]
+    print(wrapped_table(rows, ("choice point", f"under {name}", "why (the code a pin follows; else where the specification leaves it open)"), [None, 40, 80]))
+    print(f"\n{sum(p['pinned'] is not None for p in points)} pinned, {sum(p['pinned'] is None for p in points)} open: check explores every open alternative, certify accepts them")
+    return 0
+
+
+def alternatives_shown(name: str) -> list[str]:
+    return [f"{a}:N" if a == ONE_VOTER else a for a in CHOICE_POINTS[name].alternatives]

@@ -7,9 +7,11 @@ changed.
 
 from adapters.node_models import NodeModel, model_for, outputs_of
 from conformance.explore.kraft_system import request_epoch
-from model.events import Request, Response, Timer
+from model.config import NodeConfig
+from model.events import Request, Response, Restart, Timer
 from model.isr.state import LeaderAndIsr
 from model.messages import REQUEST_TYPES, FetchResponse, OffsetsForLeaderEpochResponse
+from model.state import NodeState
 from model import choices
 from model.choices import allowed_transitions
 from spec import errors
@@ -96,6 +98,17 @@ def outcome(event: Input, outputs: Outputs) -> str:
     return "shutdown" if outputs.shutdown else "-"
 
 
+def quorum_file(config: NodeConfig, state: NodeState) -> str:
+    """What a restarting node's quorum-state file holds (QSTATE-1): the restarts that keep a vote
+    or a leadership are cells of their own, so each gets its dedicated traces."""
+    held = []
+    if state.leader_id != -1:
+        held.append("own-leadership" if state.leader_id == config.node_id else "leader")
+    if state.voted_id != -1:
+        held.append("own-vote" if state.voted_id == config.node_id else "vote")
+    return "file:" + ("+".join(held) or "empty")
+
+
 def changes(model: NodeModel, before: object, after: object, outputs: Outputs) -> str:
     """Which observable parts of the node a step changed, e.g. `role,epoch,log+,hw`."""
     a, b = model.observe(before), model.observe(after)
@@ -116,7 +129,7 @@ def cells(model: NodeModel, config: object, before: object, event: Input) -> tup
     default, *others = allowed_transitions(model.step, config, before, event)
     transition = default.transition
     outputs = outputs_of(event, transition)
-    answered = outcome(event, outputs)
+    answered = quorum_file(config, before) if type(event) is Restart else outcome(event, outputs)
     where = f"{input_kind(event)} | {model.role(before)}"
     base = f"{where} | {epoch_relation(before.epoch, event)} | {answered} {changes(model, before, transition.state, outputs)}"
     if model.system != "kraft":

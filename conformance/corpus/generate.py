@@ -78,7 +78,9 @@ def generate(
     for name, config in configs:
         system = isr_corpus if isinstance(config, IsrCheckConfig) else kraft_corpus
         if system is kraft_corpus:
-            config = msgspec.structs.replace(config, symmetry=False)  # paths must be real, not renamed
+            # Paths must be real, not renamed; and follow the model's default reading, which a trace
+            # records, listing the other outcomes the specification allows beside each step.
+            config = msgspec.structs.replace(config, symmetry=False, every_choice=False)
         setting = system.setting(config)
         dedicated: dict[str, set[tuple[int, bytes]]] = {}  # `rule ID | outcome` -> its distinct traces so far
         for row in coverage:

@@ -33,6 +33,7 @@ def system_for(config: CheckConfig | IsrCheckConfig) -> KraftSystem | IsrSystem:
         max_in_flight=config.max_in_flight or None,
         max_elections=config.max_elections,
         symmetry=config.symmetry,
+        every_choice=config.every_choice,
     )
 
 
@@ -94,6 +95,7 @@ def summary_table(data: dict) -> str:
         rows.append(("workers' seconds busy/waiting", ", ".join(f"{w['busy']:.1f}/{w['waiting']:.1f}" for w in data["worker_seconds"])))
     bounds = data["bounds"]
     if "max_in_flight" in bounds:  # a KRaft configuration
+        rows.append(("node choices", "every allowed outcome" if bounds["every_choice"] else "the model's default reading"))
         rows.append(("messages in flight", f"at most {bounds['max_in_flight']}" if bounds["max_in_flight"] else "no bound"))
         if bounds["loss"]:
             rows.append(("message loss", "on" if bounds["max_in_flight"] else "on: a lost message is one never delivered (not explored apart)"))

@@ -46,6 +46,7 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     retries: bool = False
     progress_timeouts: bool = True
     symmetry: bool = True
+    every_choice: bool = True  # every alternative the specification allows at a node's step; False: the model's default reading only
 
     def __post_init__(self) -> None:
         check_bound("voters", self.voters, 1, MAX_NODES)

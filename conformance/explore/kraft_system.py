@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 import msgspec
 
 from conformance.explore.engine import Violation
-from model import network, properties, symmetry
+from model import choices, network, properties, symmetry
 from model import node as nodes
 from model.cluster import (
     Action,
@@ -46,8 +46,6 @@ _encode = msgspec.msgpack.Encoder(order="deterministic").encode
 # renamings per state, at most 6! = 720 here. Measured: 8,000 states/s at 6 voters, 3,000 at 7,
 # 300 at 8 (without symmetry 20,000 or more); at 10 the first state alone takes 10! renamings.
 MAX_SYMMETRIC_NODES = 6
-
-UNKNOWN = object()  # a cache entry not computed yet (None is a computed "out of bounds")
 
 # The caches keyed by (node states, history) prefixes, which grow with the state space, are
 # emptied when full, so a long search's memory is its table and frontier, not its caches.
@@ -126,9 +124,19 @@ class KraftSystem:
     """
 
     def __init__(
-        self, config: ClusterConfig, faults: Bounds, *, max_epoch: int, max_in_flight: int | None, max_elections: int | None = None, symmetry: bool = True
+        self,
+        config: ClusterConfig,
+        faults: Bounds,
+        *,
+        max_epoch: int,
+        max_in_flight: int | None,
+        max_elections: int | None = None,
+        symmetry: bool = True,
+        every_choice: bool = True,
     ) -> None:
-        self.cluster = Cluster(config, faults)
+        """`every_choice`: a node's step may take any outcome the specification allows (every
+        alternative of every choice point it consults, model/choices.py), or only the default."""
+        self.cluster = Cluster(config, faults, every_choice)
         self.faults = faults
         self.max_epoch = max_epoch
         self.capacity = sys.maxsize if max_in_flight is None else max_in_flight
@@ -201,10 +209,10 @@ class KraftSystem:
             if message_id == previous:
                 continue
             previous = message_id
-            move = deliveries.get(message_id, UNKNOWN)
-            if move is UNKNOWN:
-                move = deliveries[message_id] = self._move(prefix, ("deliver", message_id))
-            if move is not None:
+            moves = deliveries.get(message_id)
+            if moves is None:
+                moves = deliveries[message_id] = self._event_moves(prefix, ("deliver", message_id))
+            for move in moves:
                 if move[2] <= room + 1:
                     handles.append((state, move, at))
                 if duplication and move[2] <= room:
@@ -262,9 +270,9 @@ class KraftSystem:
         """The action key of an expand() handle (see action())."""
         state, move, at = handle
         if at <= -2:
-            return ("duplicate", state[self.size + 1 - 2 - at])
+            return ("duplicate", state[self.size + 1 - 2 - at], move[5][2])
         if move[5] is None:
-            return ("drop", state[self.size + 1 + at])
+            return ("drop", state[self.size + 1 + at], ())
         return move[5]
 
     def fingerprint(self, state: tuple[int, ...]) -> int:
@@ -347,14 +355,14 @@ class KraftSystem:
         return tuple(map(nodes.__getitem__, state[:size])) + (histories[state[size]],) + tuple(map(messages.__getitem__, state[size + 1 :]))
 
     def action(self, key: tuple) -> Action:
-        """The model.cluster action an explorer action key stands for."""
-        kind, what = key
+        """The model.cluster action an explorer action key (kind, what, picks) stands for."""
+        kind, what, picks = key
         if kind == "node":
-            return what
+            return msgspec.structs.replace(what, picks=picks)
         envelope = self.messages.values[what]
         if kind == "drop":
             return Drop(envelope=envelope)
-        return Deliver(envelope=envelope, duplicate=kind == "duplicate")
+        return Deliver(envelope=envelope, duplicate=kind == "duplicate", picks=picks)
 
     def _view(self, node: NodeState) -> NodeState:
         """The node with the fields no enabled action reads under these bounds blanked out."""
@@ -374,38 +382,50 @@ class KraftSystem:
                 config = self.cluster.node_configs[position]
                 actions = self._node_actions[key] = node_actions(self.cluster.ids[position], config, self.nodes.values[node_id], history, self.faults)
             for action in actions:
-                move = self._move(prefix, ("node", action))
-                if move is not None:
-                    found.append(move)
+                found += self._event_moves(prefix, ("node", action))
         return found
 
-    def _move(self, prefix: tuple[int, ...], key: tuple) -> tuple | None:
-        """What one node event does to a (node ids, history id) prefix, whatever is in flight:
-        (next prefix, the messages sent that are live there in bag order, how many were sent, whether
-        the node's epoch changed, the next prefix's canonical renamings (_canonical_prefix), the
-        event's action key, what fingerprints its successors fast (_fast)), or None when the event
-        leaves the bounds."""
-        kind, what = key
-        if kind == "deliver":
-            envelope = self.messages.values[what]
-            position = self.cluster.index[envelope.destination]
-            action = None
-        else:
-            position = self.cluster.index[what.node]
-            action = what
-        before = prefix[position]
+    def _steps_of(self, position: int, before: int, key: tuple) -> list[tuple]:
+        """Each distinct outcome of one node event (the default first; only it unless every choice
+        is explored): (node state id after, message ids sent, whether it leaves max_epoch, picks)."""
         step_key = (position, before, key)
         stepped = self._steps.get(step_key)
         if stepped is None:
-            event_action = Deliver(envelope=self.messages.values[what]) if kind == "deliver" else what
-            node_id, event = event_of(event_action)
-            transition = nodes.step(self.cluster.node_configs[position], self.nodes.values[before], event)
-            after = self.nodes.id(self._view(transition.state))
-            sent = tuple(self.messages.id(e) for e in outgoing(node_id, event, transition))
-            stepped = self._steps[step_key] = (after, sent, transition.state.epoch > self.max_epoch)
-        after, sent, beyond = stepped
-        if beyond or len(sent) > self.capacity:
-            return None
+            kind, what = key
+            node_id, event = event_of(Deliver(envelope=self.messages.values[what]) if kind == "deliver" else what)
+            config = self.cluster.node_configs[position]
+            found = choices.outcomes(nodes.step, config, self.nodes.values[before], event)
+            stepped, seen = [], set()
+            for outcome in found if self.cluster.every_choice else found[:1]:
+                transition = outcome.transition
+                after = self.nodes.id(self._view(transition.state))
+                sent = tuple(self.messages.id(e) for e in outgoing(node_id, event, transition))
+                if (after, sent) not in seen:
+                    seen.add((after, sent))
+                    picks = tuple((n, a) for n, a in outcome.picks if a != config.choices.pick(n))
+                    stepped.append((after, sent, transition.state.epoch > self.max_epoch, picks))
+            self._steps[step_key] = stepped
+        return stepped
+
+    def _event_moves(self, prefix: tuple[int, ...], key: tuple) -> list[tuple]:
+        """What one node event may do to a (node ids, history id) prefix, whatever is in flight:
+        per outcome within the bounds, (next prefix, the messages sent that are live there in bag
+        order, how many were sent, whether the node's epoch changed, the next prefix's canonical
+        renamings (_canonical_prefix), the action key (kind, what, picks), what fingerprints its
+        successors fast (_fast))."""
+        kind, what = key
+        position = self.cluster.index[self.messages.values[what].destination if kind == "deliver" else what.node]
+        before = prefix[position]
+        return [
+            move
+            for after, sent, beyond, picks in self._steps_of(position, before, key)
+            if not beyond and len(sent) <= self.capacity
+            if (move := self._move(prefix, position, None if kind == "deliver" else what, after, sent, (kind, what, picks))) is not None
+        ]
+
+    def _move(self, prefix: tuple[int, ...], position: int, action: Action | None, after: int, sent: tuple[int, ...], key: tuple) -> tuple | None:
+        """One outcome's move (see _event_moves), or None when its history leaves the bounds."""
+        before = prefix[position]
         history_id = prefix[self.size]
         charge = type(action) if type(action) in (Append, CrashNode) else None
         record_key = (history_id, position, before, after, charge)

@@ -41,6 +41,8 @@ def run(cluster: Cluster, seed: int, max_steps: int, deliver_bias: float = 0.7) 
             return RunResult(seed, count - 1, (), (), state)
         deliveries = [a for a in actions if type(a) is Deliver and not a.duplicate]
         action = rng.choice(deliveries) if deliveries and rng.random() < deliver_bias else rng.choice(actions)
+        if cluster.every_choice:
+            action = rng.choice(cluster.alternatives(state, action))
         after, transition = cluster.apply(state, action)
         trail.append(Step(action, transition, state, after))
         state = after

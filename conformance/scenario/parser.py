@@ -14,6 +14,7 @@ import msgspec
 from conformance.corpus.reference import error_names, event_text
 from conformance.scenario.notation import ERROR_CODES, KEYWORD_STRUCTS, STATE_DEFAULTS, STRUCTS, is_error_field, log_end
 from model.cluster import Action, Append, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
+from model.choices import parse_picks
 from model.config import ConfigError
 from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
@@ -283,6 +284,8 @@ class _Compiler:
     def action_step(self, statement: lark.Tree, header: dict[str, object]) -> ClusterStep:
         source, *clauses = statement.children
         action = self.action(source, header)
+        if clauses and clauses[0].data == "choosing":
+            action = self.chosen(action, clauses.pop(0), header)
         violated, holds, states, in_flight = [], [], [], []
         for clause in clauses:
             if clause.data == "describe":
@@ -304,6 +307,16 @@ class _Compiler:
                 states.append((self.node_id(node, header), state))
         describe = any(clause.data == "describe" for clause in clauses)
         return ClusterStep(action=action, violated=tuple(violated), holds=tuple(holds), states=tuple(states), in_flight=tuple(in_flight), describe=describe)
+
+    def chosen(self, action: Action | IsrAction | UntilQuiet, clause: lark.Tree, header: dict[str, object]) -> Action:
+        """`choosing POINT=ALTERNATIVE ...`: the alternatives the stepped node takes (model/choices.py)."""
+        if "partition" in header or type(action) in (UntilQuiet, Drop):
+            raise self.error(clause, "choosing belongs to an action that steps a KRaft node")
+        try:
+            picks = parse_picks(",".join(str(choice) for choice in clause.children))
+        except ValueError as error:
+            raise self.error(clause, str(error)) from None
+        return msgspec.structs.replace(action, picks=picks)
 
     def envelope(self, parts: list, header: dict[str, object]) -> Envelope:
         """`from S to D: REQUEST`, or `from S to D: RESPONSE for REQUEST`: a message in flight."""

@@ -182,7 +182,8 @@ def cluster_scenario_text(scenario: ClusterScenario) -> str:
     lines.extend(keyword_line(f"initial node {node}", non_defaults(initial)) for node, initial in scenario.initial)
     for number, step in enumerate(scenario.steps, start=1):
         lines.extend(comments.get(number, []))
-        lines.append(f"do {action_text(step.action)}")
+        picks = getattr(step.action, "picks", ())
+        lines.append(f"do {action_text(step.action)}" + (f" choosing {' '.join(f'{name}={pick}' for name, pick in picks)}" if picks else ""))
         for verdict, rules in (("violated", step.violated), ("holds", step.holds)):
             if rules:
                 lines.append(f"{INDENT}expect {verdict} {' '.join(rules)}")

@@ -139,7 +139,7 @@ def test_a_search_stopped_before_its_first_step_is_not_called_vacuous(capsys):
 def test_no_option_runs_smoke_and_options_without_config_override_the_built_in_defaults(capsys):
     assert cli.main(["check", "--workers", "1", "--json"]) == 0  # --workers fixes no state space
     smoke = json.loads(capsys.readouterr().out)
-    assert (smoke["config"], smoke["distinct_states"]) == ("smoke", 873)
+    assert (smoke["config"], smoke["distinct_states"]) == ("smoke", 1_041)
     assert cli.main(["check", "--voters", "2", "--max-states", "1", "--workers", "1", "--json"]) == 0
     custom = json.loads(capsys.readouterr().out)
     assert custom["config"] == "custom"

@@ -58,9 +58,10 @@ def headline(report: Certification) -> str:
 
 def steps_text(run: int, steps: int, skipped: int) -> str:
     """Steps matched, and those skipped: a response to a request the implementation did not send
-    (it took another allowed alternative) cannot be delivered, nor judged."""
+    (it took another allowed alternative), or from a voter whose answer an earlier response took
+    the place of (replay.ResponseBinder), cannot be delivered, nor judged."""
     text = f"{run:,} of {steps:,}"
-    return f"{text}, {skipped:,} skipped (answers to requests the implementation did not send)" if skipped else text
+    return f"{text}, {skipped:,} skipped (answers to no request the implementation awaited)" if skipped else text
 
 
 def needs_text(result: TraceResult) -> str:
