@@ -249,6 +249,11 @@ def allowed_transitions(step: Callable[[Any, Any, Any], Any], config: Any, state
     return outcomes(step, config, state, event)
 
 
+def taken(outcome: Outcome, choices: Choices) -> Picks:
+    """The alternatives an outcome took where `choices` (a node's own, its profile's pins) would not have."""
+    return tuple((name, pick) for name, pick in outcome.picks if pick != choices.pick(name))
+
+
 def with_picks(choices: Choices, picks: Picks) -> Choices:
     """`choices` with `picks` fixed as well (a pick of the same point replaces the earlier one)."""
     return Choices(tuple(sorted((dict(choices.picks) | dict(picks)).items()))) if picks else choices

@@ -133,7 +133,7 @@ class Cluster:
             result = (outcome.transition.state, outcome.transition.outputs)
             if result not in seen:
                 seen.add(result)
-                found.append(replace(action, picks=tuple((n, a) for n, a in outcome.picks if a != config.choices.pick(n))))
+                found.append(replace(action, picks=choices.taken(outcome, config.choices)))
         return found
 
     def apply(self, state: ClusterState, action: Action) -> tuple[ClusterState, Transition | None]:

@@ -402,8 +402,7 @@ class KraftSystem:
                 sent = tuple(self.messages.id(e) for e in outgoing(node_id, event, transition))
                 if (after, sent) not in seen:
                     seen.add((after, sent))
-                    picks = tuple((n, a) for n, a in outcome.picks if a != config.choices.pick(n))
-                    stepped.append((after, sent, transition.state.epoch > self.max_epoch, picks))
+                    stepped.append((after, sent, transition.state.epoch > self.max_epoch, choices.taken(outcome, config.choices)))
             self._steps[step_key] = stepped
         return stepped
 
