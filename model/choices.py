@@ -15,11 +15,16 @@ from typing import Any, NamedTuple
 import msgspec
 
 
+ONE_WAY = "one way"  # an implementation resolves the point one way throughout (an order of checks, an error code, a policy)
+EACH_TIME = "each time"  # it may resolve it anew at each occurrence (a random draw, a timer that has or has not fired)
+
+
 class ChoicePoint(NamedTuple):
     name: str  # the rule ID the choice belongs to
     question: str  # what is left open, in words
     alternatives: tuple[str, ...]  # the first is the model's default reading
     why: str  # where the specification leaves it open
+    scope: str = ONE_WAY  # ONE_WAY or EACH_TIME: replay holds a trace to the first alternative it shows of a one-way point
 
 
 ONE_VOTER = "one-voter"  # OBS-2's alternative family: "one-voter:N" sends the Fetch to voter N only
@@ -74,6 +79,7 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             ("after-backoff", "at-once", "on-request-timer"),
             "the KIP's backoff before the next election is random, up to quorum.election.backoff.max.ms; a draw of 0 stands again at once, "
             "one shorter than the request timeout when the request timer fires",
+            EACH_TIME,
         ),
         ChoicePoint(
             "VOTE-REQ-3A",
@@ -106,6 +112,7 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "where a node that knows no leader sends its Fetch (discovery, BOOT-1, FETCH-RESP-1)",
             ("every-voter", ONE_VOTER),
             "the KIP says a random voter; sending to every voter covers every random choice at once",
+            EACH_TIME,
         ),
         ChoicePoint(
             "FETCH-SEND-1",
@@ -113,6 +120,7 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             ("at-once", "on-request-timer"),
             "the KIP has a voter look for the leader only on starting (BOOT-1); where it looks whenever it knows none, nothing says the Fetch "
             "is sent in the same step rather than when a connection is ready (Kafka: RequestManager.isReady), at the latest on its request timer",
+            EACH_TIME,
         ),
         ChoicePoint(
             "RETRY-1",
@@ -126,6 +134,7 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             ("unendorsed", "nothing"),
             "the KIP re-sends BeginQuorumEpoch to the voters that have not endorsed the leader without saying on which timer; "
             "one of the leader's own (Kafka's: half the fetch timeout) may or may not have fired when the request timer does",
+            EACH_TIME,
         ),
     )
 }

@@ -20,14 +20,14 @@ def run(args: argparse.Namespace) -> int:
         return show_pins(args.profile, args.json)
     if not args.run_readings:
         points = [
-            {"choice": p.name, "question": p.question, "alternatives": alternatives_shown(p.name), "why": p.why}
+            {"choice": p.name, "question": p.question, "alternatives": alternatives_shown(p.name), "scope": p.scope, "why": p.why}
             for p in CHOICE_POINTS.values()
         ]
         if args.json:
             print(json.dumps(points))
         else:
-            rows = [(p["choice"], p["question"], " | ".join(p["alternatives"]), p["why"]) for p in points]
-            print(wrapped_table(rows, ("choice point", "what is left open", "alternatives (default first)", "why"), [None, 40, 30, 60]))
+            rows = [(p["choice"], p["question"], " | ".join(p["alternatives"]), p["scope"], p["why"]) for p in points]
+            print(wrapped_table(rows, ("choice point", "what is left open", "alternatives (default first)", "resolved", "why"), [None, 36, 26, 9, 54]))
             print("\nAn adapter may be any alternative: `certify --adapter reference:FETCH-REQ-5=leadership-first` runs the reference so.")
         return 0
     for name, value in (("--combinations", args.combinations), ("--random", args.random)):
