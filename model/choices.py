@@ -56,8 +56,16 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
         ChoicePoint(
             "END-REQ-3",
             "EndQuorumEpoch naming another leader than the one the voter knows for that epoch",
-            ("unknown-leader-epoch", "invalid-quorum-state"),
-            "the KIP refuses an unknown leader without naming a code; INVALID_QUORUM_STATE fits a different known leader as well",
+            ("unknown-leader-epoch", "invalid-quorum-state", "accept"),
+            "the KIP refuses an EndQuorumEpoch only \"if the leader id for this epoch is unknown\", without naming a code; INVALID_QUORUM_STATE "
+            "fits a different known leader as well, and a voter that knows a leader for the epoch may, by the letter, go on to the successors",
+        ),
+        ChoicePoint(
+            "END-REQ-3B",
+            "an EndQuorumEpoch with LeaderId -1",
+            ("impossible", "unknown-leader"),
+            "the KIP sends EndQuorumEpoch from a shutting-down leader \"or a candidate if there is an election in progress\", whose LeaderId "
+            "can only be -1: refused as impossible (COMMON-4), or handled as a request whose leader the voter does not know (END-REQ-3)",
         ),
         ChoicePoint(
             "COMMON-4",
@@ -66,6 +74,15 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "the KIP has no rule for impossible field values, so nothing orders their refusal (INVALID_REQUEST, INCONSISTENT_VOTER_SET) "
             "against the stale epoch's FENCED_LEADER_EPOCH (COMMON-1); offsets-first checks the offsets and last epochs a request "
             "carries before its epoch, the ids and epoch it names after",
+        ),
+        ChoicePoint(
+            "COMMON-4B",
+            "the code a request no correct sender can produce is refused with (its state unchanged)",
+            ("by-field", "invalid-request", "inconsistent-voter-set", "fenced-leader-epoch", "unknown-leader-epoch", "invalid-quorum-state"),
+            "the KIP never names INVALID_REQUEST and has no rule for impossible field values; any refusal it defines fits. by-field: "
+            "INVALID_REQUEST for an impossible value, INCONSISTENT_VOTER_SET for a leader or successor outside the voter set. "
+            "The code may follow the field, so a node may answer each case its own way",
+            EACH_TIME,
         ),
         ChoicePoint(
             "END-REQ-5",
@@ -94,6 +111,29 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "the KIP places it under a larger epoch (step 4.1); an implementation may check membership before looking at its vote",
         ),
         ChoicePoint(
+            "VOTE-REQ-4C",
+            "a Vote refused because its candidate is not a voter: the answer, and when the voter stands",
+            ("refuse-and-wait", "refuse", "refuse-without-code", "stand"),
+            "step 4.1 says \"reject the vote ... accept the epoch bump and start a new election itself\", with neither a code nor a moment; "
+            "in the voter's own epoch no step applies. refuse-and-wait answers INCONSISTENT_VOTER_SET and stands when its election timer "
+            "expires, refuse leaves its timers alone, refuse-without-code answers NONE, stand answers and stands at once",
+            EACH_TIME,
+        ),
+        ChoicePoint(
+            "VOTER-ONLY-1B",
+            "an observer receiving a Vote",
+            ("reject", "refuse", "adopt-epoch"),
+            "the KIP says observers may not vote, not how one answers a Vote: INCONSISTENT_VOTER_SET, a refusal with no error, "
+            "or the Vote's handling up to the vote (a larger epoch taken, its leader then looked for) and a refusal",
+        ),
+        ChoicePoint(
+            "QSTATE-4B",
+            "a voter restarting with its own vote in its quorum-state file and no leader",
+            ("stand", "look-for-leader"),
+            "the KIP's start-up sends Fetch to the voters first (BOOT-1) and stands when the election timer expires; "
+            "a node that was a candidate may as well resume its candidacy (Raft)",
+        ),
+        ChoicePoint(
             "COMMON-3",
             "a Vote response naming a leader or a larger epoch",
             ("follow", "candidate-only"),
@@ -102,16 +142,25 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
         ),
         ChoicePoint(
             "FETCH-RESP-3",
-            "an error-free Fetch response from the current leader that answers an earlier Fetch than the one in flight",
-            ("ignore", "apply"),
-            "the KIP describes appending the records of a matching fetch only; a node may apply a late response from its leader "
-            "(records that start at its log end, the high watermark) and keep waiting for the Fetch in flight",
+            "a Fetch response of the node's epoch that answers another Fetch than the one in flight",
+            ("ignore", "apply", "take-as-answer"),
+            "the KIP has no notion of a stale answer: a node may drop it, apply a late error-free one from its leader "
+            "(records that start at its log end, the high watermark) and keep waiting for the Fetch in flight, or handle it "
+            "as the answer it awaits (from its leader, or from a voter while it knows none)",
         ),
         ChoicePoint(
             "OBS-2",
             "where a node that knows no leader sends its Fetch (discovery, BOOT-1, FETCH-RESP-1)",
             ("every-voter", ONE_VOTER),
             "the KIP says a random voter; sending to every voter covers every random choice at once",
+            EACH_TIME,
+        ),
+        ChoicePoint(
+            "BOOT-1B",
+            "a voter looking for the leader since it started (BOOT-1): when it sends its Fetch again",
+            ("wait", "re-send"),
+            "the KIP's voter \"keeps retrying Fetch to random voters until the election timeout expires\" without saying when: "
+            "on an answer that names no leader, on its request timer, or not before it stands",
             EACH_TIME,
         ),
         ChoicePoint(

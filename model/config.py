@@ -206,8 +206,8 @@ class Pin(NamedTuple):
 # findReadyBootstrapServer starts at a random bootstrap voter), BEGIN-RESP-1 (LeaderState's
 # beginQuorumEpochTimer, half the fetch timeout, may or may not have fired when a request times
 # out), ELECT-6 in 3.9 (binaryExponentialElectionBackoffMs: a random backoff, 0 included);
-# END-REQ-3 and VOTE-REQ-4A are never consulted under these profiles (conflicting_leader_fatal,
-# voter_set_unchecked). COMMON-3 stays open too: Kafka follows what a Vote response names
+# END-REQ-3, VOTE-REQ-4A, VOTE-REQ-4C, VOTER-ONLY-1B and BOOT-1B are never consulted under these
+# profiles (conflicting_leader_fatal, voter_set_unchecked, unattached_discovery). COMMON-3 stays open too: Kafka follows what a Vote response names
 # (maybeHandleCommonResponse runs before handleVoteResponse looks at the role), but the Fetch an
 # unattached voter then sends waits for a ready connection (RequestManager.isReady), so at that
 # step its outputs are the candidate-only reading's.
@@ -223,6 +223,9 @@ _KAFKA_PINS = {
     "END-REQ-5": Pin("before-standing", "KafkaRaftClient.handleEndQuorumEpochRequest answers as the follower it still is; it stands on its next poll (pollFollowerAsVoter)"),
     "VOTE-REQ-3A": Pin("refuse", "FollowerState.canGrantVote never grants a standard vote; UnattachedState refuses once it knows a leader"),
     "FETCH-RESP-3": Pin("ignore", "RequestManager.isResponseExpected: one request in flight per node, a late response dropped"),
+    "COMMON-4B": Pin("by-field", "KafkaRaftClient answers Errors.INVALID_REQUEST for every impossible value it checks (handleVoteRequest, validateVoterOnlyRequest, handleFetchRequest)"),
+    "END-REQ-3B": Pin("impossible", "KafkaRaftClient.handleEndQuorumEpochRequest -> validateVoterOnlyRequest: a negative leader id is INVALID_REQUEST"),
+    "QSTATE-4B": Pin("stand", "QuorumState.initialize: a file whose vote is the node's own resumes a CandidateState"),
     "RETRY-1": Pin("votes", "KafkaRaftClient.maybeSendVoteRequests re-sends to every voter that has not answered once its request times out (RequestManager.isReady)"),
 }
 PINS: dict[str, dict[str, Pin]] = {

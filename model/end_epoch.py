@@ -57,15 +57,17 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
         return answer(state, ("COMMON-4",), refusal)
     if request.LeaderEpoch < state.epoch:
         return answer(state, ("END-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
-    news = config.options.end_epoch_as_news
+    news = config.options.end_epoch_as_news and request.LeaderId != -1  # a candidate's resignation (END-REQ-3B) names no leader to follow
     unknown = request.LeaderEpoch > state.epoch or state.leader_id == -1
     if unknown and not news:
         return answer(state, ("END-REQ-3", "COMMON-1"), errors.UNKNOWN_LEADER_EPOCH)
     if not unknown and state.leader_id != request.LeaderId:
         if config.options.conflicting_leader_fatal:
             return shut_down(state, f"EndQuorumEpoch names leader {request.LeaderId} of epoch {state.epoch}, whose leader is {state.leader_id}", ("END-REQ-3",))
-        code = errors.INVALID_QUORUM_STATE if config.choices.pick("END-REQ-3") == "invalid-quorum-state" else errors.UNKNOWN_LEADER_EPOCH
-        return answer(state, ("END-REQ-3", "COMMON-1"), code)
+        reading = config.choices.pick("END-REQ-3")
+        if reading != "accept":
+            code = errors.INVALID_QUORUM_STATE if reading == "invalid-quorum-state" else errors.UNKNOWN_LEADER_EPOCH
+            return answer(state, ("END-REQ-3", "COMMON-1"), code)
     rules: tuple[str, ...] = ()
     followed: tuple = ()
     if unknown:  # Options.end_epoch_as_news: the resigning leader is followed first

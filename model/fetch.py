@@ -115,12 +115,34 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
         return Transition(observed[0], observed[1], ("FETCH-RESP-1", "COMMON-3") if fenced else ("COMMON-3", "OBS-2"))
     discovering = state.role == Role.UNATTACHED and config.options.unattached_discovery  # fetches like a leaderless observer
     following = state.role in (Role.FOLLOWER, Role.OBSERVER) or discovering
+    if looks_for_leader(config, state):
+        return look_again(config, state, ())
     if event.request != state.fetching or not following:
-        late_from_leader = following and clean and event.source == state.leader_id and leader.LeaderEpoch == state.epoch
-        if late_from_leader and config.choices.pick("FETCH-RESP-3") == "apply":
+        # A late or repeated answer of its epoch, from its leader (or from a voter while it knows none).
+        late = following and leader.LeaderEpoch == state.epoch and event.source in (state.leader_id, *(config.voters if state.leader_id == -1 else ()))
+        reading = config.choices.pick("FETCH-RESP-3") if late else "ignore"
+        if reading == "take-as-answer":
+            return take_answer(config, state, event)
+        if reading == "apply" and clean and event.source == state.leader_id:
             return Transition(replicate(config, state, response), NO_OUTPUTS, ("FETCH-RESP-3", "HW-4"))
         return Transition(state, NO_OUTPUTS, ())
     return take_answer(config, state, event)
+
+
+def looks_for_leader(config: NodeConfig, state: NodeState) -> bool:
+    """A voter that started without a known leader (BOOT-1) and has not found it: its Fetch went to
+    the voters, and it stands when its election timer expires (Options.unattached_discovery, where
+    it fetches like a leaderless observer instead, excepted)."""
+    return state.role == Role.UNATTACHED and state.fetching is not None and not config.options.unattached_discovery
+
+
+def look_again(config: NodeConfig, state: NodeState, rules: tuple[str, ...]) -> Transition:
+    """BOOT-1B: such a voter "keeps retrying Fetch to random voters until the election timeout",
+    at no stated moment: on an answer that names no leader, on its request timer, or never."""
+    if config.choices.pick("BOOT-1B") == "wait":
+        return Transition(state, NO_OUTPUTS, rules)
+    retrying, outputs = send_fetch(config, state)
+    return Transition(retrying, outputs, rules + ("BOOT-1", "OBS-2"))
 
 
 def take_answer(config: NodeConfig, state: NodeState, event: Response) -> Transition:

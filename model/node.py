@@ -9,7 +9,7 @@ from model.config import NodeConfig
 from model.describe import handle_describe_request
 from model.end_epoch import end_epoch, handle_end_request, handle_end_response, resend_end_epoch, resign
 from model.events import AppendResult, ClientAppend, Crash, Event, Request, Resign, Response, Restart, Send, Timer, TimerKind
-from model.fetch import handle_fetch_request, handle_fetch_response
+from model.fetch import handle_fetch_request, handle_fetch_response, look_again, looks_for_leader
 from model import log as logs
 from model.messages import (
     BeginQuorumEpochRequest,
@@ -108,7 +108,7 @@ def armed_timers(config: NodeConfig, state: NodeState) -> tuple[TimerKind, ...]:
         return (TimerKind.REQUEST_TIMEOUT,)
     if role in (Role.CANDIDATE, Role.PROSPECTIVE):
         return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
-    if role == Role.UNATTACHED and config.options.unattached_discovery:
+    if role == Role.UNATTACHED and (config.options.unattached_discovery or looks_for_leader(config, state)):
         return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
     if role == Role.RESIGNED and config.options.resigned_resends_end_epoch:
         return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
@@ -168,6 +168,8 @@ def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
     if role in (Role.FOLLOWER, Role.OBSERVER) or (role == Role.UNATTACHED and config.options.unattached_discovery):
         fetching, outputs = send_fetch(config, state, any_voter=config.options.stalled_fetch_any_voter)
         return Transition(fetching, outputs, ("RETRY-1", "FETCH-SEND-1"))
+    if looks_for_leader(config, state):
+        return look_again(config, state, ("RETRY-1",))
     if role == Role.CANDIDATE and lost(config, state) and config.choices.pick("ELECT-6") == "on-request-timer":
         again, outputs = stand(config, state)  # its random backoff ended before the request timer fired
         return Transition(again, outputs, ("RETRY-1", "VOTE-RESP-2") + standing_rules(again))
@@ -210,11 +212,11 @@ def restart(config: NodeConfig, state: NodeState) -> Transition:
     if durable.leader_id == me:
         outputs = end_epoch(config, durable.epoch, ()) if config.options.restart_resigned_ends_epoch else NO_OUTPUTS
         return Transition(replace(durable, role=Role.RESIGNED), outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
-    stands = durable.voted_id == me and config.is_voter
-    if durable.leader_id != -1 and not (stands and config.options.restart_candidate_first):
+    own_vote = durable.voted_id == me and config.is_voter
+    if durable.leader_id != -1 and not (own_vote and config.options.restart_candidate_first):
         follower, outputs = become_follower(config, durable, durable.leader_id, durable.epoch)
         return Transition(follower, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4", "FETCH-SEND-1"))
-    if stands:
+    if own_vote and config.choices.pick("QSTATE-4B") == "stand":
         candidate = replace(durable, role=Role.CANDIDATE, leader_id=-1, granted=frozenset((me,)))
         outputs = request_votes(config, candidate) + (election_timer(config),)
         return Transition(candidate, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4"))

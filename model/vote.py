@@ -39,8 +39,11 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
 
     if request.PreVote and not config.options.pre_vote:
         return answer(state, False, ("VOTE-REQ-1",), top_error=errors.UNSUPPORTED_VERSION)  # a version this voter predates (KIP-996)
-    if not config.is_voter and not config.options.voter_set_unchecked:
-        return answer(state, False, ("VOTER-ONLY-1",), error=errors.INCONSISTENT_VOTER_SET)
+    observer = not config.is_voter and not config.options.voter_set_unchecked
+    if observer:
+        reading = config.choices.pick("VOTER-ONLY-1B")
+        if reading != "adopt-epoch":
+            return answer(state, False, ("VOTER-ONLY-1",), error=errors.INCONSISTENT_VOTER_SET if reading == "reject" else errors.NONE)
     if cluster_id_conflicts(config, request.ClusterId):
         return answer(state, False, ("VOTE-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
     refusal = ahead_of_epoch_check(config, vote_refusal(config, request), request.CandidateEpoch, state.epoch)
@@ -54,19 +57,33 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
     if request.CandidateEpoch > state.epoch:
         state, outputs = become_unattached(config, state, request.CandidateEpoch)
         rules = ("VOTE-REQ-4",)
+    if observer:  # VOTER-ONLY-1B's adopt-epoch: a larger epoch taken (an observer then looks for its leader), never a vote
+        return answer(state, False, rules + ("VOTER-ONLY-1",), extra=outputs)
     up_to_date = logs.is_up_to_date(request.LastOffsetEpoch, last_record_offset(config, request), state.log)
     if request.PreVote:
         return answer(state, grants_pre_vote(state, up_to_date), rules + ("VOTE-REQ-4B", "VOTE-LOG-1"), extra=outputs)
     stranger = request.CandidateId not in config.voters and not config.options.voter_set_unchecked
+    def refuse_stranger() -> Transition:
+        """VOTE-REQ-4A, answered as the VOTE-REQ-4C choice point says: "reject the vote ... accept
+        the epoch bump and start a new election itself" names neither a code nor a moment."""
+        reading = config.choices.pick("VOTE-REQ-4C")
+        code = errors.NONE if reading == "refuse-without-code" else errors.INCONSISTENT_VOTER_SET
+        timer = (election_timer(config),) if reading == "refuse-and-wait" else ()
+        refused = answer(state, False, rules + ("VOTE-REQ-4A",), error=code, extra=outputs + timer)
+        if reading != "stand":
+            return refused
+        candidate, standing = stand(config, state)
+        return Transition(candidate, refused.outputs + standing, refused.rules + standing_rules(candidate))
+
     if stranger and (state.voted_id != -1 or state.leader_id != -1) and config.choices.pick("VOTE-REQ-4A") == "before-vote-checks":
-        return answer(state, False, rules + ("VOTE-REQ-4A",), error=errors.INCONSISTENT_VOTER_SET, extra=outputs + (election_timer(config),))
+        return refuse_stranger()
     if state.voted_id != -1:
         again = state.voted_id == request.CandidateId and not (state.role == Role.FOLLOWER and config.options.follower_refuses_votes)
         return answer(state, again, rules + ("VOTE-REQ-3", "ELECT-5"), extra=outputs)
     if state.leader_id != -1 and (stranger or config.choices.pick("VOTE-REQ-3A") == "refuse"):
         return answer(state, False, rules + ("VOTE-REQ-3A",), extra=outputs)
     if stranger:
-        return answer(state, False, rules + ("VOTE-REQ-4A",), error=errors.INCONSISTENT_VOTER_SET, extra=outputs + (election_timer(config),))
+        return refuse_stranger()
     if not up_to_date and not config.options.vote_without_log_check:
         return answer(state, False, rules + ("VOTE-REQ-4B", "VOTE-LOG-1"), extra=outputs)
     voted = replace(state, voted_id=request.CandidateId)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; th
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = sorted((ROOT / "traces").glob("*.jsonl"))[0]
 WAIT_SECONDS = 10.0
-FAULTS_DISTINCT = 2_294_833  # the faults configuration's states, pinned in tests/test_check_configs.py
+FAULTS_DISTINCT = 2_699_561  # the faults configuration's states, pinned in tests/test_check_configs.py
 
 # A node that first leaves a daemon behind (double fork, setsid(): a session and a parent of its
 # own) and records both pids, then hangs (--hang) or refuses every command but stop.
