@@ -1,9 +1,10 @@
 """Adapters backed by the model itself: the reference, and the mutants (one seeded bug each).
 
 The reference can resolve the specification's choice points (model/choices.py) other than the
-model's default, as a fixed alternative per point or a seeded random one per step, and can
-declare optional capabilities lacking: the precision tests run it so, as an implementation
-that reads the KIP another allowed way.
+model's default, as a fixed alternative per point or a seeded random one (drawn once for a
+one-way point, anew at each step for an each-time one), and can declare optional capabilities
+lacking: the precision tests run it so, as an implementation that reads the KIP another
+allowed way.
 """
 
 import zlib
@@ -19,8 +20,9 @@ class ModelAdapter:
     """One node of the model, stepped in-process: the reference step of the trace's system,
     unless `steps` replaces it (by system name, e.g. {"isr": a_mutant_step}).
 
-    `picks` fixes alternatives at choice points; `random_seed` (if not None) draws every choice
-    point's alternative at random instead, anew at each step; `lacks` is declared at start."""
+    `picks` fixes alternatives at choice points; `random_seed` (if not None) draws every other
+    choice point's alternative at random instead (model.choices.RandomChoices: a one-way point
+    once per trace, an each-time point anew at each step); `lacks` is declared at start."""
 
     def __init__(
         self,
@@ -39,7 +41,7 @@ class ModelAdapter:
         self.step_function: StepFunction | None = None
         self.config = None
         self.state = None
-        self.steps_taken = 0
+        self.draw: RandomChoices | None = None
 
     def start(self, header: Header) -> None:
         self.model = model_for(header.setting)
@@ -48,17 +50,19 @@ class ModelAdapter:
         if hasattr(self.config, "choices"):
             self.config = msgspec.structs.replace(self.config, choices=with_picks(self.config.choices, self.picks))
         self.state = self.model.start(self.config, header.initial)
-        self.seed_base = zlib.crc32(header.name.encode()) ^ (self.random_seed or 0)
-        self.steps_taken = 0
+        self.draw = None
+        if self.random_seed is not None and hasattr(self.config, "choices"):
+            seed = zlib.crc32(header.name.encode()) ^ self.random_seed
+            self.draw = RandomChoices(seed, self.config.voters, self.config.node_id, fixed=self.config.choices.picks)
 
     def step(self, event: Input) -> Outputs:
         config = self.config
-        if self.random_seed is not None and hasattr(config, "choices"):
-            draw = RandomChoices(self.seed_base + self.steps_taken, config.voters, config.node_id, fixed=config.choices.picks)
-            config = msgspec.structs.replace(config, choices=draw)
-        self.steps_taken += 1
+        if self.draw is not None:
+            config = msgspec.structs.replace(config, choices=self.draw)
         transition = self.step_function(config, self.state, event)
         self.state = transition.state
+        if self.draw is not None:
+            self.draw.next_step()
         return outputs_of(event, transition)
 
     def observe(self) -> Observed:

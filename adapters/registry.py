@@ -104,7 +104,7 @@ def subprocess_factory(command: str, step_timeout: float) -> AdapterFactory:
 
 def reference_options(text: str) -> dict:
     """`reference:` options, comma-separated: CHOICE=ALTERNATIVE (`kraftcheck choices` lists them),
-    random=SEED (every choice point drawn at random at each step), lacks=CAPABILITY[+CAPABILITY]."""
+    random=SEED (every choice point drawn at random: a one-way point once per trace, an each-time point at each step), lacks=CAPABILITY[+CAPABILITY]."""
     picks, random_seed, lacks = [], None, frozenset()
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, equals, value = item.partition("=")

@@ -320,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="list where the specification allows several behaviours, or check that every reading conforms",
         description="List the choice points: where KIP-595 allows more than one behaviour, the alternatives it allows (the model's "
         "default first) and why. Replay accepts any allowed alternative and follows the implementation's choice. With --run, replay "
-        "the corpus through the reference model under every single alternative, sampled combinations and per-step random "
+        "the corpus through the reference model under every single alternative, sampled combinations and random "
         "resolutions: every reading must conform (exit 1 if one departs).",
     )
     choose.add_argument(
@@ -330,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     choose.add_argument("--run", dest="run_readings", action="store_true", help="replay the corpus through the reference under every alternative")
     choose.add_argument("--corpus", help="corpus for --run (default: the shipped traces/)")
     choose.add_argument("--combinations", type=int, default=4, metavar="N", help="with --run: sampled combinations of alternatives (default 4)")
-    choose.add_argument("--random", type=int, default=4, metavar="N", help="with --run: runs resolving every choice at random at each step (default 4)")
+    choose.add_argument("--random", type=int, default=4, metavar="N", help="with --run: runs resolving every choice at random, a one-way point once per trace, an each-time point at each step (default 4)")
     choose.add_argument("--seed", type=int, default=0, help="with --run: first seed of the samples and random runs (default 0)")
     choose.add_argument("--no-verify", dest="verify", action="store_false", help="with --run: do not check the corpus against its manifest")
     choose.add_argument("--json", action="store_true", help="print the list (or the runs) as JSON")

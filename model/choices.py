@@ -249,20 +249,26 @@ class _Trail:
 
 
 class RandomChoices:
-    """Choices drawn at random, once per point: a seeded implementation that resolves each
-    choice point its own way, for precision tests."""
+    """Choices drawn at random, for precision tests: a seeded implementation that resolves each
+    one-way point its own way throughout, and draws each each-time point anew at each step
+    (`next_step`), as an implementation may."""
 
     def __init__(self, seed: int, voters: tuple[int, ...], node_id: int, fixed: Picks = ()) -> None:
         """`fixed`: points not drawn (a profile's pins)."""
         self.random = random.Random(seed)
         self.voters = voters
         self.node_id = node_id
+        self.fixed = dict(fixed)
         self.drawn: dict[str, str] = dict(fixed)
 
     def pick(self, name: str) -> str:
         if name not in self.drawn:
             self.drawn[name] = self.random.choice(alternatives(name, self.voters, self.node_id))
         return self.drawn[name]
+
+    def next_step(self) -> None:
+        """Forget the each-time draws: the next step draws them anew."""
+        self.drawn = {name: pick for name, pick in self.drawn.items() if name in self.fixed or CHOICE_POINTS[name].scope == ONE_WAY}
 
 
 class Outcome(NamedTuple):

@@ -3,7 +3,8 @@
 A certification is precise when it never fails an implementation for a choice the
 specification leaves open. The reference resolving its choice points otherwise than the
 model's default (model/choices.py) is such an implementation: one alternative at a time,
-sampled combinations of alternatives, and seeded random resolutions, drawn anew at each step.
+sampled combinations of alternatives, and seeded random resolutions (a one-way point drawn once
+per trace, an each-time point anew at each step: model.choices.RandomChoices).
 Each replays the corpus; any departure or error is a precision bug of kraftcheck.
 """
 
@@ -32,7 +33,7 @@ class PrecisionRun(msgspec.Struct, frozen=True, kw_only=True):
 
 def precision_adapters(combinations: int = 4, random_runs: int = 4, seed: int = 0, pinned: frozenset[str] = frozenset()) -> list[str]:
     """Every single alternative, `combinations` sampled combinations of one alternative per
-    point, and `random_runs` per-step random resolutions; as adapter names. Points in `pinned`
+    point, and `random_runs` random resolutions; as adapter names. Points in `pinned`
     (the corpus's profile resolves them one way) are no reading of it: left to the profile."""
     points = [name for name in CHOICE_POINTS if name not in pinned]
     singles = [f"reference:{name}={pick}" for name in points for pick in alternatives(name, CORPUS_VOTERS, 0)[1:]]
