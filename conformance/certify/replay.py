@@ -14,16 +14,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
 from adapters.contract import Adapter, AdapterError
-from adapters.node_models import model_for, outputs_of
+from adapters.node_models import NodeModel, model_for, outputs_of
 from conformance.corpus.manifest import changed_since_generated, verified_files
 from conformance.corpus.reference import build_trace, event_text
 from conformance.text import message_text, readable
-from model.choices import allowed_transitions
+from model.choices import CHOICE_POINTS, ONE_WAY, Outcome, allowed_transitions
 from model.events import Response
 from spec import errors
 from spec.attribution import attributed_rules
@@ -31,7 +31,7 @@ from spec import trace as traces
 from spec.trace import Input, Observed, Outputs, Step, Trace
 
 JSON_LIMIT = 20_000  # characters of each side's JSON a divergence keeps (an implementation may send anything)
-MAX_FOLLOWED = 64  # model states followed at once where several allowed outcomes match what the node did
+MAX_FOLLOWED = 64  # model states (with their bound choices) followed at once where several allowed outcomes match what the node did
 
 CONFORMS, DEPARTS, NOT_APPLICABLE, ERROR = "conforms", "departs", "not applicable", "error"
 VERDICTS = (CONFORMS, DEPARTS, NOT_APPLICABLE, ERROR)
@@ -78,6 +78,7 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     failure: str | None = None  # the adapter failed, or the trace could not be read
     lacks: tuple[str, ...] = ()  # the capabilities the trace needs that the adapter declared it lacks
     readings: dict[str, int] = {}  # "CHOICE=alternative" -> steps where the node showed it took that alternative
+    first_shown: dict[str, int] = {}  # "CHOICE=alternative" -> the first step that showed it
     rules_passed: tuple[str, ...] = ()  # rule IDs of the steps that matched
     rules_failed: tuple[str, ...] = ()  # rule IDs of the step that diverged or on which the adapter failed
     rules_not_applicable: tuple[str, ...] = ()  # a trace not applicable: the rule IDs its steps cite
@@ -182,6 +183,13 @@ def compare(expected: Outputs, expected_state: Observed | None, actual: Outputs,
     return None
 
 
+def difference(model: NodeModel, event: Input, outcome: Outcome, actual: Outputs, observed: Observed | None) -> Difference | None:
+    """The first difference between an allowed outcome of a step and what the adapter reported
+    (the state compared where the adapter's was observed)."""
+    expected_state = model.observe(outcome.transition.state) if observed is not None else None
+    return compare(outputs_of(event, outcome.transition), expected_state, actual, observed)
+
+
 class ResponseBinder:
     """Binds a trace's responses to the requests the node actually sent.
 
@@ -258,7 +266,7 @@ def check_follows_model(trace: Trace) -> None:
             )
 
 
-def _readings(outcomes: list, matching: list) -> list[str]:
+def _readings(outcomes: list[Outcome], matching: list[Outcome]) -> list[str]:
     """The alternatives a step shows the node took: a choice point where every matching outcome
     took one alternative and some outcome that did not match took another."""
     found = []
@@ -270,19 +278,67 @@ def _readings(outcomes: list, matching: list) -> list[str]:
     return found
 
 
+class Followed(NamedTuple):
+    """A model state replay follows, with the one-way choice points bound on the way to it: an
+    implementation resolves such a point one way throughout (model/choices.py, ONE_WAY), so a
+    trace is held to the alternative it took at the point's first use."""
+
+    state: Any
+    bound: dict[str, tuple[str, int]]  # point -> (alternative, the step that bound it)
+
+    def key(self) -> tuple:
+        """What makes two followed states the same: the state and the alternatives bound (not where)."""
+        return self.state, tuple(sorted((name, alternative) for name, (alternative, _) in self.bound.items()))
+
+
+def conflict(followed: Followed, outcome: Outcome) -> tuple[str, str, int, str] | None:
+    """The first point the outcome resolves otherwise than `followed` bound it: (point, the bound
+    alternative, the step that bound it, the outcome's alternative); None for a consistent outcome."""
+    for name, pick in outcome.picks:
+        held = followed.bound.get(name)
+        if held is not None and held[0] != pick:
+            return name, held[0], held[1], pick
+    return None
+
+
+def bind(followed: Followed, outcome: Outcome, step: int) -> Followed:
+    """The outcome's state, with the one-way points it consulted bound where they were not yet:
+    each-time points are never bound."""
+    new = {name: (pick, step) for name, pick in outcome.picks if CHOICE_POINTS[name].scope == ONE_WAY and name not in followed.bound}
+    return Followed(outcome.transition.state, followed.bound | new)
+
+
+def choice_divergence(step: int, said: str, followed: Followed, outcome: Outcome) -> Divergence:
+    """A step whose outputs the specification allows only under another alternative of a one-way
+    point than the one the trace took at an earlier step: both steps named, the point's rule blamed."""
+    name, held, bound_at, pick = conflict(followed, outcome)
+    field = f"choice {name}"
+    return Divergence(
+        step=step,
+        input=said,
+        field=field,
+        expected=f"{held} (as at step {bound_at})",
+        actual=f"{pick} (at step {step}; {name} is resolved one way throughout)",
+        rules=(name,),
+        cited=outcome.transition.rules,
+        differing=(field,),
+    )
+
+
 def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
     """Run one trace through an adapter, judging each step against every outcome the
-    specification allows (model/choices.py) and following the node's choice; stop at the first
-    departure or adapter failure. A trace that needs a capability the adapter declares it lacks
-    is not applicable."""
+    specification allows (model/choices.py) and following the node's choice, held to the
+    alternative it first took at each one-way point; stop at the first departure or adapter
+    failure. A trace that needs a capability the adapter declares it lacks is not applicable."""
     header = trace.header
     start = time.perf_counter()
     passed_rules: set[str] = set()
     readings: Counter[str] = Counter()
+    first_shown: dict[str, int] = {}
     run = skipped = 0
     model = model_for(header.setting)
     config = model.config(header.setting, header.node)
-    states = [model.start(config, header.initial)]
+    followed = [Followed(model.start(config, header.initial), {})]
     binder = ResponseBinder()
 
     def result(verdict: str, **outcome: object) -> TraceResult:
@@ -297,6 +353,7 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
             passed=verdict == CONFORMS,
             rules_passed=tuple(sorted(passed_rules)),
             readings=dict(sorted(readings.items())),
+            first_shown=dict(sorted(first_shown.items())),
             seconds=round(time.perf_counter() - start, 6),
             **outcome,
         )
@@ -314,20 +371,27 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
             actual = adapter.step(event)
             binder.note(actual.sends)
             observed = adapter.observe() if step.state is not None else None
-            outcomes = [outcome for state in states for outcome in allowed_transitions(model.step, config, state, event)]
-            judged = [(outcome, outputs_of(event, outcome.transition)) for outcome in outcomes]
-            matching = [
-                outcome
-                for outcome, outputs in judged
-                if compare(outputs, model.observe(outcome.transition.state) if step.state is not None else None, actual, observed) is None
-            ]
+            said = readable(step.note if event is step.input else event_text(event))
+            judged: dict[Any, list[tuple[Outcome, bool]]] = {}  # followed state -> its outcomes, and whether each matches the node's
+            for pair in followed:
+                if pair.state not in judged:
+                    judged[pair.state] = [
+                        (outcome, difference(model, event, outcome, actual, observed) is None)
+                        for outcome in allowed_transitions(model.step, config, pair.state, event)
+                    ]
+            matching = [(pair, outcome) for pair in followed for outcome, matches in judged[pair.state] if matches]
+            consistent = [(pair, outcome) for pair, outcome in matching if conflict(pair, outcome) is None]
+            outcomes = [outcome for found in judged.values() for outcome, _ in found]
+            if matching and not consistent:
+                divergence = choice_divergence(step.step, said, *matching[0])
+                return result(DEPARTS, divergence=divergence, rules_failed=divergence.rules)
             if not matching:
-                expected, outputs = judged[0]
-                found = compare(outputs, model.observe(expected.transition.state) if step.state is not None else None, actual, observed)
+                expected = outcomes[0]
+                found = difference(model, event, expected, actual, observed)
                 broken = attributed_rules(expected.transition.rules, found.differing)
                 divergence = Divergence(
                     step=step.step,
-                    input=readable(step.note if event is step.input else event_text(event)),
+                    input=said,
                     field=found.field,
                     expected=readable(found.expected),
                     actual=readable(found.actual),
@@ -339,10 +403,16 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
                     allowed=tuple(",".join(f"{n}={a}" for n, a in outcome.picks) for outcome in outcomes[1:]),
                 )
                 return result(DEPARTS, divergence=divergence, rules_failed=broken)
-            readings.update(_readings(outcomes, matching))
-            states = list(dict.fromkeys(outcome.transition.state for outcome in matching))[:MAX_FOLLOWED]
+            for reading in _readings(outcomes, [outcome for _, outcome in matching]):
+                readings[reading] += 1
+                first_shown.setdefault(reading, step.step)
+            following = {}
+            for pair, outcome in consistent:
+                bound = bind(pair, outcome, step.step)
+                following.setdefault(bound.key(), bound)
+            followed = list(following.values())[:MAX_FOLLOWED]
             run += 1
-            passed_rules.update(matching[0].transition.rules)
+            passed_rules.update(consistent[0][1].transition.rules)
     except Exception as error:  # noqa: BLE001 - an adapter that fails in any way fails this trace alone
         failed_rules = trace.steps[run + skipped].rules if run + skipped < len(trace.steps) else ()
         reason = str(error) if isinstance(error, AdapterError) else f"the adapter raised {type(error).__name__}: {error}"
