@@ -150,6 +150,7 @@ def summary(report: Certification, out: Path, seconds: float | None = None) -> d
         "verdicts": {"conforms": report.passed, "departs": report.departed, "not applicable": report.not_applicable, "error": report.errors},
         "lacks": list(report.lacks),
         "readings": report.readings,
+        "inconsistent": msgspec.to_builtins(report.inconsistent),
         "steps": report.steps,
         "rules_failed": list(report.rules_failed),
         "rules_conforming": sum(v.verdict == "conforms" for v in report.rules),

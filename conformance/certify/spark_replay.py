@@ -17,7 +17,7 @@ import msgspec
 
 from adapters.registry import adapter_factory
 from conformance.certify.replay import DEPARTS, ERROR, NOT_APPLICABLE, TraceResult, invalid, replay_data
-from conformance.certify.verdicts import CONFORMS, NOT_EXERCISED, RuleVerdict, Totals
+from conformance.certify.verdicts import CONFORMS, NOT_EXERCISED, RuleVerdict, Totals, inconsistencies
 from conformance.corpus.cells import input_kind
 from conformance.corpus.manifest import changed_since_generated
 from spec import trace as traces
@@ -28,7 +28,7 @@ STEPS_SCHEMA = "path string, step int, kind string, rules array<string>"
 RESULTS_SCHEMA = (
     "number int, trace string, verdict string, passed boolean, steps int, steps_run int, steps_skipped int, "
     "rules_passed array<string>, rules_failed array<string>, rules_not_applicable array<string>, lacks array<string>, "
-    "readings map<string, int>, implementation string, result binary"
+    "readings map<string, int>, first_shown map<string, int>, implementation string, result binary"
 )
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(TraceResult).decode
@@ -82,6 +82,7 @@ def _replay_partition(origin: tuple[str, float], rows: Iterator) -> Iterator[tup
                 list(result.rules_not_applicable),
                 list(result.lacks),
                 dict(result.readings),
+                dict(result.first_shown),
                 make_adapter.implementation,
                 _encode(result),
             )
@@ -113,6 +114,10 @@ def totals_sql(session, results) -> Totals:
     ).first()
     lacks = tuple(row[0] for row in session.sql("SELECT DISTINCT explode(lacks) FROM results ORDER BY 1").collect())
     readings = {row[0]: row[1] for row in session.sql("SELECT key, sum(value) FROM (SELECT explode(readings) FROM results) GROUP BY key ORDER BY key").collect()}
+    shown = {
+        row[0]: (row[1], row[2])
+        for row in session.sql("SELECT key, min_by(trace, number), min_by(value, number) FROM (SELECT number, trace, explode(first_shown) FROM results) GROUP BY key").collect()
+    }
     passed = dict(session.sql("SELECT rule, count(*) FROM (SELECT explode(rules_passed) AS rule FROM results) GROUP BY rule").collect())
     failed = {
         (row[0], row[1]): row[2]
@@ -127,7 +132,7 @@ def totals_sql(session, results) -> Totals:
         departs, errs, ok = failed.get((DEPARTS, rule.id), 0), failed.get((ERROR, rule.id), 0), passed.get(rule.id, 0)
         verdict = DEPARTS if departs else ERROR if errs else CONFORMS if ok else NOT_APPLICABLE if rule.id in inapplicable else NOT_EXERCISED
         rules.append(RuleVerdict(rule=rule.id, verdict=verdict, steps_passed=ok, traces_failed=departs + errs))
-    return Totals(**counts.asDict(), lacks=lacks, readings=readings, rules=tuple(rules))
+    return Totals(**counts.asDict(), lacks=lacks, readings=readings, inconsistent=inconsistencies(shown), rules=tuple(rules))
 
 
 def coverage_sql(session, corpus_tables: str) -> dict[str, dict[str, int]]:

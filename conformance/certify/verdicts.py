@@ -9,6 +9,7 @@ import msgspec
 
 from conformance.certify.replay import CONFORMS, DEPARTS, ERROR, NOT_APPLICABLE, TraceResult
 from conformance.corpus.cells import input_kind
+from model.choices import CHOICE_POINTS, ONE_WAY, ChoicePoint
 from spec.rules import load_rules
 from spec.trace import Trace
 
@@ -21,6 +22,22 @@ class RuleVerdict(msgspec.Struct, frozen=True, kw_only=True):
     verdict: str  # one of RULE_VERDICTS
     steps_passed: int
     traces_failed: int  # traces departing or erring on a step attributed to the rule
+
+
+class Shown(msgspec.Struct, frozen=True, kw_only=True):
+    """An alternative of a choice point, and the first trace (in corpus order) and step that showed the implementation took it."""
+
+    alternative: str
+    trace: str
+    step: int
+
+
+class Inconsistency(msgspec.Struct, frozen=True, kw_only=True):
+    """A one-way choice point the implementation took more than one alternative of across the
+    traces; each trace alone is held to one (replay), so no trace departs for it."""
+
+    point: str
+    shown: tuple[Shown, ...]  # each alternative taken, in the point's order
 
 
 class Certification(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,6 +62,7 @@ class Certification(msgspec.Struct, frozen=True, kw_only=True):
     results: tuple[TraceResult, ...]
     shortened: dict[str, str]  # failing trace -> its shortened reproducing trace file
     coverage: dict[str, dict[str, int]]  # rule -> input kind -> steps of the corpus exercising it
+    inconsistent: tuple[Inconsistency, ...] = ()  # one-way choice points the implementation resolved more than one way
 
 
 class Totals(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,6 +79,7 @@ class Totals(msgspec.Struct, frozen=True, kw_only=True):
     steps_skipped: int
     lacks: tuple[str, ...]
     readings: dict[str, int]
+    inconsistent: tuple[Inconsistency, ...]
     rules: tuple[RuleVerdict, ...]
 
     @property
@@ -83,6 +102,7 @@ def totals(results: list[TraceResult]) -> Totals:
         steps_skipped=sum(r.steps_skipped for r in results),
         lacks=tuple(sorted({c for r in results for c in r.lacks})),
         readings=readings(results),
+        inconsistent=inconsistencies(first_shown(results)),
         rules=verdicts(results),
     )
 
@@ -121,6 +141,34 @@ def readings(results: list[TraceResult]) -> dict[str, int]:
     for result in results:
         total.update(result.readings)
     return dict(sorted(total.items()))
+
+
+def first_shown(results: list[TraceResult]) -> dict[str, tuple[str, int]]:
+    """Each reading, with the first trace (in corpus order) that showed it and the step there."""
+    found: dict[str, tuple[str, int]] = {}
+    for result in results:
+        for reading, step in result.first_shown.items():
+            found.setdefault(reading, (result.trace, step))
+    return found
+
+
+def alternative_order(point: ChoicePoint, alternative: str) -> tuple[int, str]:
+    """Where an alternative comes among its point's: the catalogue's order, one-voter:N by its family."""
+    return point.alternatives.index(alternative.split(":", 1)[0]), alternative
+
+
+def inconsistencies(shown: dict[str, tuple[str, int]]) -> tuple[Inconsistency, ...]:
+    """The one-way points whose readings (reading -> the first trace and step showing it) hold
+    more than one alternative, in the catalogue's order: an implementation resolves such a
+    point one way throughout, so one that took several is named, though no trace departs for it."""
+    found = []
+    for point in CHOICE_POINTS.values():
+        prefix = f"{point.name}="
+        taken = [(key[len(prefix) :], where) for key, where in shown.items() if key.startswith(prefix)]
+        if point.scope == ONE_WAY and len(taken) > 1:
+            taken.sort(key=lambda item: alternative_order(point, item[0]))
+            found.append(Inconsistency(point=point.name, shown=tuple(Shown(alternative=a, trace=trace, step=step) for a, (trace, step) in taken)))
+    return tuple(found)
 
 
 def coverage_matrix(corpus: list[Trace]) -> dict[str, dict[str, int]]:

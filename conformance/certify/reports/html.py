@@ -1,7 +1,8 @@
 """report.html: the certification for people, in a browser, as one self-contained file.
 
 The summary; the verdict per rule with its normative sentence and links to the traces that
-exercise it; the implementation's readings at the choice points; the capabilities it lacks; a
+exercise it; the implementation's readings at the choice points, and the one-way points it
+resolved more than one way, with the traces showing each alternative; the capabilities it lacks; a
 coverage heat map (rules x input kinds, coloured by the traces passing, failing and not
 applicable there); each divergence with its sequence diagram and its shortened reproducing
 trace, and each error; every trace. Inline CSS and SVG, no script and no external resource, so it opens from disk
@@ -16,7 +17,22 @@ import jinja2
 from markupsafe import Markup
 
 from conformance.certify.replay import NOT_APPLICABLE, TraceResult, failure_text
-from conformance.certify.reports.wording import FAILING, allowed_text, corpus_profile_text, headline, lacking, needs_text, overall, readings, rule_totals, steps_text, taken_text, trace_totals
+from conformance.certify.reports.wording import (
+    FAILING,
+    INCONSISTENT,
+    allowed_text,
+    corpus_profile_text,
+    headline,
+    inconsistent,
+    lacking,
+    needs_text,
+    overall,
+    readings,
+    rule_totals,
+    steps_text,
+    taken_text,
+    trace_totals,
+)
 from conformance.certify.verdicts import Certification
 from conformance.corpus.cells import input_kind
 from conformance.diagrams.labels import message_label
@@ -111,6 +127,8 @@ def html(report: Certification, corpus: dict[str, Trace], reproductions: dict[st
         rule_totals=rule_totals(report),
         steps=steps_text(report.steps_run, report.steps, report.steps_skipped),
         readings=[(r.point, taken_text(r)) for r in readings(report)],
+        resolved=[(r, by_path[r.trace]) for r in inconsistent(report)],
+        inconsistent_text=INCONSISTENT,
         lacking=lacking(report),
         rules=rules,
         kinds=kinds,

@@ -3,7 +3,20 @@
 from tabulate import tabulate
 
 from conformance.certify.replay import failure_text
-from conformance.certify.reports.wording import FAILING, allowed_text, corpus_profile_text, headline, lacking, readings, rule_totals, steps_text, taken_text, trace_totals
+from conformance.certify.reports.wording import (
+    FAILING,
+    INCONSISTENT,
+    allowed_text,
+    corpus_profile_text,
+    headline,
+    inconsistent,
+    lacking,
+    readings,
+    rule_totals,
+    steps_text,
+    taken_text,
+    trace_totals,
+)
 from conformance.certify.verdicts import Certification
 
 
@@ -32,6 +45,10 @@ def markdown(report: Certification) -> str:
         ]
     else:
         lines += ["No step showed which alternative the implementation takes.", ""]
+    resolved = inconsistent(report)
+    if resolved:
+        rows = [(f"`{r.point.name}`", r.alternative, f"`{r.trace}`", r.step) for r in resolved]
+        lines += ["### Resolved more than one way", "", INCONSISTENT, "", tabulate(rows, headers=("choice point", "alternative", "first shown by trace", "at step"), tablefmt="github"), ""]
     lines += ["## Not applicable", ""]
     if report.lacks:
         lines += ["The optional capabilities the implementation declares it lacks, and the traces that need them:", ""]

@@ -2,13 +2,26 @@
 
 import itertools
 import sys
+import textwrap
 from pathlib import Path
 
 from tabulate import tabulate
 
 from conformance.certify.replay import failure_text
 from conformance.certify.reports.publish import REPORT_FILES
-from conformance.certify.reports.wording import FAILING, allowed_text, alternative_text, corpus_profile_text, lacking, readings, rule_totals, steps_text, trace_totals
+from conformance.certify.reports.wording import (
+    FAILING,
+    INCONSISTENT,
+    allowed_text,
+    alternative_text,
+    corpus_profile_text,
+    inconsistent,
+    lacking,
+    readings,
+    rule_totals,
+    steps_text,
+    trace_totals,
+)
 from conformance.certify.verdicts import Certification
 from conformance.text import wrapped_table
 
@@ -31,6 +44,10 @@ def terminal_summary(report: Certification, out: Path, show: int = 15, seconds: 
     taken = [(r.point.name if i == 0 else "", alternative_text(r.point, alternative), steps, r.point.question if i == 0 else "") for r in readings(report) for i, (alternative, steps) in enumerate(r.taken)]
     if taken:
         text += "\n\n" + wrapped_table(taken, ("choice point", "alternative taken", "steps", "question"), [None, None, None, 60])
+    resolved = inconsistent(report)
+    if resolved:
+        rows = [(r.point.name if i == 0 or resolved[i - 1].point != r.point else "", r.alternative, Path(r.trace).name, r.step) for i, r in enumerate(resolved)]
+        text += "\n\n" + textwrap.fill(INCONSISTENT, 100) + "\n" + wrapped_table(rows, ("choice point", "alternative", "first shown by trace", "at step"), [None, None, None, None])
     failing = [r for r in report.results if r.verdict in FAILING]
     if failing:
         table = [(Path(r.trace).name, r.verdict, r.divergence.step if r.divergence else "-", r.divergence.field if r.divergence else r.failure, " ".join(r.rules_failed) or "-") for r in failing[:show]]

@@ -1,12 +1,13 @@
 """The words every report uses for the same facts, so that Markdown, HTML, JUnit XML, the
 terminal and the pytest plugin say them alike: the verdict totals, the readings at the choice
-points, the capabilities an implementation lacks, the alternatives a divergence also allowed."""
+points and the one-way points resolved more than one way, the capabilities an implementation
+lacks, the alternatives a divergence also allowed."""
 
 from collections import Counter
 from typing import NamedTuple
 
 from conformance.certify.replay import CONFORMS, DEPARTS, ERROR, NOT_APPLICABLE, VERDICTS, Divergence, TraceResult
-from conformance.certify.verdicts import NOT_EXERCISED, Certification
+from conformance.certify.verdicts import NOT_EXERCISED, Certification, alternative_order
 from model.choices import CHOICE_POINTS, ChoicePoint
 
 FAILING = (DEPARTS, ERROR)  # the trace verdicts a report lists as failing, and the exit code counts
@@ -96,7 +97,7 @@ def readings(report: Certification) -> list[Reading]:
         prefix = f"{point.name}="
         taken = [(key[len(prefix) :], count) for key, count in report.readings.items() if key.startswith(prefix)]
         if taken:
-            found.append(Reading(point, sorted(taken, key=lambda item: (point.alternatives.index(item[0].split(":", 1)[0]), item[0]))))  # one-voter:N by its family
+            found.append(Reading(point, sorted(taken, key=lambda item: alternative_order(point, item[0]))))
     return found
 
 
@@ -108,3 +109,28 @@ def alternative_text(point: ChoicePoint, alternative: str) -> str:
 def taken_text(reading: Reading) -> str:
     """E.g. "epoch-first (the default): 296 steps; leadership-first: 272 steps"."""
     return "; ".join(f"{alternative_text(reading.point, alternative)}: {_count(count, 'step')}" for alternative, count in reading.taken)
+
+
+INCONSISTENT = (
+    "One-way choice points the implementation resolved more than one way: an implementation resolves each of them one way "
+    "throughout (model/choices.py). Each trace is held to the alternative it first took, so none departs for this, but across "
+    "the traces the implementation took every alternative below, first at the trace and step named."
+)
+
+
+class Resolved(NamedTuple):
+    """An alternative of a one-way point resolved more than one way, and where it was first shown."""
+
+    point: ChoicePoint
+    alternative: str  # marked if it is the default
+    trace: str
+    step: int
+
+
+def inconsistent(report: Certification) -> list[Resolved]:
+    """Each alternative of each one-way point the implementation resolved more than one way, in the catalogue's order."""
+    return [
+        Resolved(CHOICE_POINTS[found.point], alternative_text(CHOICE_POINTS[found.point], shown.alternative), shown.trace, shown.step)
+        for found in report.inconsistent
+        for shown in found.shown
+    ]
