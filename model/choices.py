@@ -25,6 +25,7 @@ class ChoicePoint(NamedTuple):
     alternatives: tuple[str, ...]  # the first is the model's default reading
     why: str  # where the specification leaves it open
     scope: str = ONE_WAY  # ONE_WAY or EACH_TIME: replay holds a trace to the first alternative it shows of a one-way point
+    rule: str = ""  # the catalogue's rule the point belongs to, where its name is not one (COMMON-4B: COMMON-4)
 
 
 ONE_VOTER = "one-voter"  # OBS-2's alternative family: "one-voter:N" sends the Fetch to voter N only
@@ -66,6 +67,8 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             ("impossible", "unknown-leader"),
             "the KIP sends EndQuorumEpoch from a shutting-down leader \"or a candidate if there is an election in progress\", whose LeaderId "
             "can only be -1: refused as impossible (COMMON-4), or handled as a request whose leader the voter does not know (END-REQ-3)",
+            ONE_WAY,
+            "END-REQ-3",
         ),
         ChoicePoint(
             "COMMON-4",
@@ -83,6 +86,7 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "INVALID_REQUEST for an impossible value, INCONSISTENT_VOTER_SET for a leader or successor outside the voter set. "
             "The code may follow the field, so a node may answer each case its own way",
             EACH_TIME,
+            "COMMON-4",
         ),
         ChoicePoint(
             "END-REQ-5",
@@ -118,6 +122,7 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "in the voter's own epoch no step applies. refuse-and-wait answers INCONSISTENT_VOTER_SET and stands when its election timer "
             "expires, refuse leaves its timers alone, refuse-without-code answers NONE, stand answers and stands at once",
             EACH_TIME,
+            "VOTE-REQ-4A",
         ),
         ChoicePoint(
             "VOTER-ONLY-1B",
@@ -125,6 +130,8 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             ("reject", "refuse", "adopt-epoch"),
             "the KIP says observers may not vote, not how one answers a Vote: INCONSISTENT_VOTER_SET, a refusal with no error, "
             "or the Vote's handling up to the vote (a larger epoch taken, its leader then looked for) and a refusal",
+            ONE_WAY,
+            "VOTER-ONLY-1",
         ),
         ChoicePoint(
             "QSTATE-4B",
@@ -132,6 +139,8 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             ("stand", "look-for-leader"),
             "the KIP's start-up sends Fetch to the voters first (BOOT-1) and stands when the election timer expires; "
             "a node that was a candidate may as well resume its candidacy (Raft)",
+            ONE_WAY,
+            "QSTATE-4",
         ),
         ChoicePoint(
             "COMMON-3",
@@ -162,6 +171,7 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "the KIP's voter \"keeps retrying Fetch to random voters until the election timeout expires\" without saying when: "
             "on an answer that names no leader, on its request timer, or not before it stands",
             EACH_TIME,
+            "BOOT-1",
         ),
         ChoicePoint(
             "FETCH-SEND-1",
@@ -198,6 +208,11 @@ def alternatives(name: str, voters: tuple[int, ...], node_id: int) -> tuple[str,
         else:
             found.append(alternative)
     return tuple(found)
+
+
+def rule_of(name: str) -> str:
+    """The rule ID of the catalogue (spec/rules.toml) a choice point belongs to."""
+    return CHOICE_POINTS[name].rule or name
 
 
 def default(name: str) -> str:

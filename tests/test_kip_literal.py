@@ -8,7 +8,7 @@ leader, a restart with the node's own vote, a Vote from a non-voter.
 """
 
 from model import node as nodes
-from model.choices import allowed_transitions, default
+from model.choices import CHOICE_POINTS, allowed_transitions, default, rule_of
 from model.config import ClusterConfig
 from model.events import Request, Response, Restart, Send, SetTimer, Timer, TimerKind
 from model.messages import (
@@ -22,6 +22,7 @@ from model.messages import (
 )
 from model.state import NodeState, Role
 from spec import errors
+from spec.rules import load_rules
 
 KIP_CODES = {errors.INVALID_REQUEST, errors.INCONSISTENT_VOTER_SET, errors.FENCED_LEADER_EPOCH, errors.UNKNOWN_LEADER_EPOCH, errors.INVALID_QUORUM_STATE}
 
@@ -151,3 +152,9 @@ def test_a_vote_from_a_non_voter_may_be_refused_without_a_code_or_start_an_elect
     assert (stood.state.role, stood.state.epoch) == (Role.CANDIDATE, 4)
     refusal = stood.outputs[0].message
     assert (refusal.VoteGranted, refusal.PartitionErrorCode, refusal.LeaderEpoch) == (False, errors.INCONSISTENT_VOTER_SET, 3)
+
+
+def test_every_choice_point_belongs_to_a_rule_of_the_catalogue():
+    """A departure at a one-way point blames the point's rule: it must be one the reports can name."""
+    known = {rule.id for rule in load_rules()}
+    assert {name: rule_of(name) for name in CHOICE_POINTS if rule_of(name) not in known} == {}

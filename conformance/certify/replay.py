@@ -23,7 +23,7 @@ from adapters.node_models import NodeModel, model_for, outputs_of
 from conformance.corpus.manifest import changed_since_generated, verified_files
 from conformance.corpus.reference import build_trace, event_text
 from conformance.text import message_text, readable
-from model.choices import CHOICE_POINTS, ONE_WAY, Outcome, allowed_transitions
+from model.choices import CHOICE_POINTS, ONE_WAY, Outcome, allowed_transitions, rule_of
 from model.events import Response
 from spec import errors
 from spec.attribution import attributed_rules
@@ -319,7 +319,7 @@ def choice_divergence(step: int, said: str, followed: Followed, outcome: Outcome
         field=field,
         expected=f"{held} (as at step {bound_at})",
         actual=f"{pick} (at step {step}; {name} is resolved one way throughout)",
-        rules=(name,),
+        rules=(rule_of(name),),
         cited=outcome.transition.rules,
         differing=(field,),
     )
