@@ -25,6 +25,9 @@ from model.messages import DescribeQuorumRequest, FetchRequest, Message, Offsets
 
 FORMAT_VERSION = 1
 KIND = "kraftcheck-trace"
+INTEGERS = range(-(2**63), 2**64)
+"""The integers a trace can hold: MessagePack's, signed and unsigned 64-bit (a trace holding
+another is refused as it is read)."""
 
 CAPABILITIES = {
     "OffsetsForLeaderEpoch": "answers KIP-101's OffsetsForLeaderEpoch (KRaft reconciles logs through Fetch and DivergingEpoch instead)",
@@ -260,11 +263,16 @@ def _untrusted(path: Path, decode):
 def _decode(path: Path, data: bytes) -> Trace:
     trace = _read_msgpack(path, data) if path.suffix == ".msgpack" else _read_jsonl(path, data)
     _check_steps(path, trace)
-    try:
-        _msgpack_encoder.encode(trace)  # every value must survive the encodings replay and shortening use
-    except OverflowError:
-        raise TraceError(f"{path}: an integer is out of range (beyond 64 bits)") from None
+    check_integers(trace, str(path))
     return trace
+
+
+def check_integers(trace: Trace, where: str) -> None:
+    """Every integer is in INTEGERS: replay and shortening encode the trace as MessagePack."""
+    try:
+        _msgpack_encoder.encode(trace)
+    except OverflowError:
+        raise TraceError(f"{where}: an integer is out of range (beyond 64 bits)") from None
 
 
 def _read_jsonl(path: Path, data: bytes) -> Trace:

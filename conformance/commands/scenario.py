@@ -52,7 +52,12 @@ def record(args: argparse.Namespace) -> int:
     texts = []
     for path in paths:
         scenario = parser.read(path)
-        texts.append(recorded(path, scenario) if type(scenario) is Scenario else recorded_cluster(path, scenario))
+        text = recorded(path, scenario) if type(scenario) is Scenario else recorded_cluster(path, scenario)
+        try:
+            parser.parse(path, text)  # the model may take a number beyond what a scenario holds
+        except ScenarioError as error:
+            raise ScenarioError(f"{path}: recorded, it would not read back: {error}") from None
+        texts.append(text)
     for path, text in zip(paths, texts):
         write_bytes_atomically(path, text.encode("utf-8"))
         print(f"recorded {path}")

@@ -18,7 +18,7 @@ from model import network, properties
 from model.cluster import Cluster, Deliver, Drop, event_of
 from model.isr import properties as isr_properties
 from model.isr.cluster import Partition
-from spec.trace import Input, Observed, Persisted, Trace, TraceCluster
+from spec.trace import Input, Observed, Persisted, Trace, TraceCluster, check_integers
 
 MAX_QUIET_DELIVERIES = 1000  # a run until quiet that has not settled by then fails
 
@@ -103,7 +103,10 @@ def model_run(path: Path, scenario: ClusterScenario) -> ModelRun:
         where = f"{path}:{line}: step {number} ({action_text(step.action)})"
         if type(step.action) in (Deliver, Drop) and step.action.envelope not in network.envelopes(state.network):
             return ModelRun(f"{where}: no such message in flight; in flight: {in_flight_text(state)}", views, inputs, system, state)
-        taken = until_quiet(system, state) if type(step.action) is UntilQuiet else [(step.action, *system.apply(state, step.action))]
+        try:
+            taken = until_quiet(system, state) if type(step.action) is UntilQuiet else [(step.action, *system.apply(state, step.action))]
+        except OverflowError:  # the network encodes its messages: an epoch at the limit, taken one further
+            return ModelRun(f"{where}: the model takes an integer beyond 64 bits", views, inputs, system, state)
         if taken is None:
             return ModelRun(f"{where}: not quiet after {MAX_QUIET_DELIVERIES} deliveries", views, inputs, system, state)
         for _, state, made in taken:
@@ -161,15 +164,18 @@ def in_flight_text(state: Any) -> str:
     return "; ".join(envelope_text(envelope) for envelope in network.envelopes(state.network)) or "none"
 
 
-def node_traces(scenario: ClusterScenario, inputs: dict[int, list[Input]]) -> dict[int, Trace]:
+def node_traces(path: Path, scenario: ClusterScenario, inputs: dict[int, list[Input]]) -> dict[int, Trace]:
     """Each node's inputs along the run, as a trace with the reference's expectations."""
     origin = f"scenario {scenario.name}: node {{}}'s inputs"
     initial = dict(scenario.initial)
-    return {
+    made = {
         node: build_trace(f"{scenario.name}-node{node}", scenario.setting, node, events, origin.format(node), initial=initial.get(node, Persisted()))
         for node, events in inputs.items()
         if events
     }
+    for node, trace in made.items():
+        check_integers(trace, f"{path}: node {node}'s trace")
+    return made
 
 
 def recorded_cluster(path: Path, scenario: ClusterScenario) -> str:
@@ -196,7 +202,7 @@ def compiled_nodes(path: Path, scenario: ClusterScenario) -> list[Trace]:
     on_model = model_run(path, scenario)
     if on_model.failure is not None:
         raise ScenarioError(on_model.failure)
-    return list(node_traces(scenario, on_model.inputs).values())
+    return list(node_traces(path, scenario, on_model.inputs).values())
 
 
 def run_cluster_scenario(make_adapter: Callable[[], Adapter], path: Path, scenario: ClusterScenario, on_model: ModelRun) -> TraceResult:
@@ -205,7 +211,7 @@ def run_cluster_scenario(make_adapter: Callable[[], Adapter], path: Path, scenar
     steps = len(scenario.steps)
     if on_model.failure is not None:
         return TraceResult(trace=str(path), name=scenario.name, node=-1, steps=steps, steps_run=0, verdict=ERROR, passed=False, failure=on_model.failure)
-    results = [replay(make_adapter(), trace, f"{path} node {node}") for node, trace in node_traces(scenario, on_model.inputs).items()]
+    results = [replay(make_adapter(), trace, f"{path} node {node}") for node, trace in node_traces(path, scenario, on_model.inputs).items()]
     failed = next((result for result in results if not result.passed), None)
     if failed is not None:
         return msgspec.structs.replace(failed, trace=str(path), name=scenario.name)

@@ -6,6 +6,7 @@ what was expected there.
 """
 
 import json
+import re
 from pathlib import Path
 
 import lark
@@ -29,7 +30,7 @@ from spec.trace import Alternative, Header, Observed, Outputs, Persisted, Step, 
 
 GRAMMAR = Path(traces.__file__).with_name("scenario.lark")
 _BARE = {"resign": Resign, "crash": Crash, "restart": Restart, "fetch_next": FetchNext}
-_TERMINALS = {
+TERMINALS = {
     "NAME": "a name",
     "INT": "a number",
     "STRING": 'a "string"',
@@ -41,12 +42,18 @@ _TERMINALS = {
     "VERDICT": "violated or holds",
     "$END": "the end of the file",
 }
+"""The grammar's terminals in words, for errors."""
 _LITERALS = {"true": True, "false": False, "null": None}
 _KRAFT_ONLY = ("timer", "resign", "drop", "duplicate")  # cluster actions only a KRaft cluster takes (ISR messages are neither lost nor duplicated)
 _ISR_ONLY = ("fetch_next", "shrink_isr", "elect", "power_failure")  # and only an ISR partition
 _KRAFT_ACTIONS = ("deliver", "duplicate", "drop", "timer", "append", "resign", "crash", "restart", "run until quiet")
 _ISR_ACTIONS = ("deliver", "append", "fetch_next", "shrink_isr", "elect", "crash", "restart", "power_failure", "run until quiet")
 _RESPONSES = tuple(RESPONSE_FOR.values())
+MAX_RANGE_RECORDS = 100_000
+"""The records the epoch ranges of one file expand to, all together, at most: far more than any
+scenario's logs (a shipped trace's hold a few hundred), and no typo (e1[0..100000000]) exhausts memory."""
+NAME_LENGTH = 200
+_SAFE_NAME = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{NAME_LENGTH - 1}}}")
 _ROLES = ("unattached", "voted", "follower", "prospective", "candidate", "leader", "resigned", "observer", "down")  # KRaft's; an ISR replica's are among them
 
 
@@ -127,9 +134,14 @@ def _syntax(error: lark.UnexpectedInput) -> str:
     return f"{found}; expected {_one_of(sorted({_terminal(name) for name in expected}))}"
 
 
+def reads_as(terminal: str, text: str) -> bool:
+    """The text is one token of the grammar's `terminal`, whole."""
+    return re.fullmatch(_PARSER.get_terminal(terminal).pattern.to_regexp(), text) is not None
+
+
 def _terminal(name: str) -> str:
-    if name in _TERMINALS:
-        return _TERMINALS[name]
+    if name in TERMINALS:
+        return TERMINALS[name]
     pattern = _PARSER.get_terminal(name).pattern
     return json.dumps(pattern.value) if isinstance(pattern, lark.lexer.PatternStr) else name
 
@@ -143,6 +155,7 @@ class _Compiler:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.range_records = 0  # the records the file's epoch ranges expand to so far
 
     def error(self, where: lark.Tree | lark.Token, message: str) -> ScenarioError:
         line, column = (where.line, where.column) if isinstance(where, lark.Token) else (where.meta.line, where.meta.column)
@@ -175,6 +188,7 @@ class _Compiler:
             self.check_header(tree, header, seen, run="node" not in header and "cluster" in header)
         first = tree.children[0].meta.line if tree.children else 1
         name = header.get("scenario", self.path.stem.removesuffix(".scenario"))
+        self.check_name(name, seen.get("scenario"))
         placed = _placed(comments, first, lines)
         if "node" not in header:
             return ClusterScenario(name=name, setting=header.get("cluster", header.get("partition")), initial=header["initials"], steps=tuple(steps), step_lines=tuple(lines), comments=placed)
@@ -189,17 +203,26 @@ class _Compiler:
         )
         return Scenario(trace=Trace(header=made, steps=tuple(steps)), step_lines=tuple(lines), comments=placed)
 
+    def check_name(self, name: str, statement: lark.Tree | None) -> None:
+        """The name is a plain file name: compile writes NAME.jsonl, which must stay in its directory."""
+        if _SAFE_NAME.fullmatch(name):
+            return
+        problem = f"the scenario's name {_shortened(json.dumps(name))} is not a plain file name; expected letters, digits, '.', '_' and '-', starting with a letter or digit, at most {NAME_LENGTH} characters"
+        if statement is None:
+            raise ScenarioError(f"{self.path}: {problem} (the name comes from the file's: give one with a scenario \"NAME\" statement)")
+        raise self.error(statement, problem)
+
     def header_statement(self, statement: lark.Tree, header: dict[str, object]) -> None:
         kind, children = statement.data, statement.children
         if kind in ("scenario", "origin"):
-            header[kind] = _string(children[0])
+            header[kind] = self.string(children[0])
         elif kind == "covers":
-            header["covers"].append(_string(children[0]))
+            header["covers"].append(self.string(children[0]))
         elif kind == "node":
-            header["node"] = int(children[0])
+            header["node"] = self.number(children[0])
         elif kind == "initial_node":
             kwargs = [child for child in children[1:] if isinstance(child, lark.Tree)]
-            header.setdefault("initial_nodes", []).append((statement, int(children[0]), self.typed(statement, Persisted, self.kwargs(Persisted, kwargs))))
+            header.setdefault("initial_nodes", []).append((statement, self.number(children[0]), self.typed(statement, Persisted, self.kwargs(Persisted, kwargs))))
         else:
             header[kind] = self.keyword_struct(kind, statement)
 
@@ -269,9 +292,9 @@ class _Compiler:
             if clause.data == "rules":
                 rules = tuple(str(rule) for rule in clause.children)
             elif clause.data == "note":
-                note = _string(clause.children[0])
+                note = self.string(clause.children[0])
             elif clause.data == "errors":
-                errors = {_string(pair.children[0]): str(pair.children[1]) for pair in clause.children}
+                errors = {self.string(pair.children[0]): str(pair.children[1]) for pair in clause.children}
             elif clause.data == "alternative":
                 allowed.append(self.alternative(event, header, clause))
         return Step(step=number, input=event, expect=expect, errors=errors, state=state, rules=rules, note=note, allowed=tuple(allowed))
@@ -345,7 +368,7 @@ class _Compiler:
         if kind == "fire":
             return Fire(node=node, timer=self.event(lark.Tree("timer", [children[1]], source.meta), header).kind)
         if kind == "append_at":
-            return Append(node=node, value=int(children[1]))
+            return Append(node=node, value=self.number(children[1]))
         if kind == "shrink_at":
             return Shrink(node=node, replica=self.node_id(children[1], header))
         if kind == "elect":
@@ -367,19 +390,19 @@ class _Compiler:
                 raise self.error(children[0], f"unknown timer {str(children[0])!r}; expected {_one_of(kinds)}")
             return Timer(kind=TimerKind(str(children[0])))
         if kind == "append":
-            return ClientAppend(value=int(children[0]))
+            return ClientAppend(value=self.number(children[0]))
         if kind == "bare":
             return _BARE[str(children[0])]()
         if kind == "shrink_isr":
             return ShrinkIsr(replica=self.node_id(children[0], header))
         if kind == "power_loss":
-            return PowerLoss(keep=int(children[0]))
+            return PowerLoss(keep=self.number(children[0]))
         partition = self.keyword_struct(kind, source)
         return Startup(partition=partition) if kind == "startup" else partition
 
     def node_id(self, token: lark.Token, header: dict[str, object], admin: bool = False) -> int:
         """A node the scenario names: a member of the cluster (or -1, an admin client, for a request)."""
-        node = int(token)
+        node = self.number(token)
         members = header["members"]
         if node not in members and not (admin and node == -1):
             raise self.error(token, f"unknown node {node}; expected one of {', '.join(map(str, members))}{' or -1 (an admin client)' if admin else ''}")
@@ -444,9 +467,9 @@ class _Compiler:
         kind = tree.data
         children = tree.children
         if kind == "int":
-            return int(children[0])
+            return self.number(children[0])
         if kind == "string":
-            return _string(children[0])
+            return self.string(children[0])
         if kind == "name":
             return self.name(children[0], field)
         if kind == "list":
@@ -473,15 +496,35 @@ class _Compiler:
         """An epoch range: (offset, epoch) pairs, or with values in braces, records."""
         head, *values = part.children
         epoch, bounds = str(head)[1:].split("[", 1)
-        first, last = (int(bound) for bound in bounds.rstrip("]").split(".."))
+        epoch, first, last = (self.number(head, text) for text in (epoch, *bounds.rstrip("]").split("..")))
         if last < first:
-            raise self.error(head, f"epoch range {head} ends before it starts; expected eEPOCH[FIRST..LAST] with FIRST <= LAST")
+            raise self.error(head, f"epoch range {_shortened(head)} ends before it starts; expected eEPOCH[FIRST..LAST] with FIRST <= LAST")
         offsets = range(first, last + 1)
+        self.range_records += last - first + 1  # len() of a range beyond 2**63 raises
+        if self.range_records > MAX_RANGE_RECORDS:
+            raise self.error(head, f"epoch range {_shortened(head)} takes the file's logs beyond {MAX_RANGE_RECORDS:,} records, the most a scenario file holds")
         if not values:
-            return [[offset, int(epoch)] for offset in offsets]
+            return [[offset, epoch] for offset in offsets]
         if len(values) != len(offsets):
             raise self.error(head, f"epoch range {head} holds {len(offsets)} records and gives {len(values)} values; expected one value per offset")
-        return [{"type": "Record", "Offset": offset, "Epoch": int(epoch), "Value": self.value(value)} for offset, value in zip(offsets, values)]
+        return [{"type": "Record", "Offset": offset, "Epoch": epoch, "Value": self.value(value)} for offset, value in zip(offsets, values)]
+
+    def number(self, where: lark.Token, text: str | None = None) -> int:
+        """`text` (the token's own by default) as an integer a trace can hold; its digits are
+        counted before it is converted, as Python refuses to convert thousands of them."""
+        text = str(where) if text is None else text
+        if len(text.lstrip("-").lstrip("0")) <= 20 and int(text) in traces.INTEGERS:
+            return int(text)
+        raise self.error(where, f"the number {_shortened(text)} is out of range; expected {traces.INTEGERS.start} to {traces.INTEGERS.stop - 1} (64 bits, as a trace holds)")
+
+    def string(self, token: lark.Token) -> str:
+        """A quoted string; one holding a lone surrogate (`\\ud800`) UTF-8 cannot encode, nor a trace hold."""
+        text = json.loads(str(token))
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise self.error(token, "a string holding a lone surrogate (\\ud800 to \\udfff without its pair); expected text UTF-8 can encode") from None
+        return text
 
     def typed(self, where: lark.Tree, kind: type, data: object) -> msgspec.Struct:
         try:
@@ -490,8 +533,8 @@ class _Compiler:
             raise self.error(where, f"not a valid {kind.__name__}: {error}") from None
 
 
-def _string(token: lark.Token) -> str:
-    return json.loads(str(token))
+def _shortened(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _placed(comments: list[tuple[int, str]], first: int, step_lines: list[int]) -> dict[int, list[str]]:

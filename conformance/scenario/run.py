@@ -12,7 +12,7 @@ from conformance.certify.replay import ERROR, TraceResult, check_follows_model, 
 from conformance.corpus.reference import build_trace
 from conformance.scenario.parser import Scenario, ScenarioError
 from conformance.scenario.printer import scenario_text
-from spec.trace import Trace, TraceError
+from spec.trace import Trace, TraceError, check_integers
 
 _STEP = re.compile(r"step (\d+): ")
 
@@ -22,9 +22,11 @@ def modelled(trace: Trace) -> Trace:
     header = trace.header
     inputs = [step.input for step in trace.steps]
     try:
-        return build_trace(header.name, header.setting, header.node, inputs, header.origin, header.covers, header.initial)
+        made = build_trace(header.name, header.setting, header.node, inputs, header.origin, header.covers, header.initial)
     except Exception as error:  # noqa: BLE001 - inputs no node could be given
         raise TraceError(f"the specification's model cannot take its inputs ({type(error).__name__}: {error})") from None
+    check_integers(made, "the specification's model's outcome")  # an epoch at the limit, taken one further
+    return made
 
 
 def completed(trace: Trace) -> Trace:
