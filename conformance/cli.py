@@ -299,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="fill in the scenarios' expectations from the reference model, in place",
         description="Rewrite each scenario file with every expectation, rule and allowed outcome the reference model gives for "
         "its inputs, keeping its comments: writing a case means writing its inputs. Every file is read and recorded before any "
-        "is written, and each is replaced whole; exit 2, nothing written, when one cannot be read.",
+        "is written, then all are replaced or none (through a symlink, keeping each file's mode); exit 2, nothing written, when "
+        "one cannot be read or written.",
     )
     scenario_record.add_argument("files", nargs="+", metavar="FILE", help="scenario files")
     scenario_record.set_defaults(run=command("scenario", "record"))

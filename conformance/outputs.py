@@ -2,20 +2,24 @@
 
 A report set is published whole: built in a staging directory beside its destination and
 swapped in with one atomic rename, so a reader, a kill -9 or a concurrent run never sees a
-mixed set. A destination that holds anything kraftcheck did not write is refused.
+mixed set. A destination that holds anything kraftcheck did not write is refused. Files
+rewritten in place (recorded scenarios) are all written beside their targets before any is
+replaced. What a killed run left behind, named with its process id, the next run removes.
 """
 
 import ctypes
 import errno
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from spec.trace import creation_mode
 
-_STAGING = "kraftcheck-staging-"
+_STAGING = ".kraftcheck-staging-"
+_REPLACING = ".kraftcheck-replacing-"
 _RENAME_EXCHANGE = 2  # renameat2 flag: swap two paths atomically (Linux 3.15+)
 _AT_FDCWD = -100
 
@@ -48,8 +52,8 @@ def publish_directory(out: Path, fill: Callable[[Path], None]) -> None:
     """Replace `out` by a directory that `fill` writes, in one atomic step (see the module's docstring)."""
     out = out.absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned_staging(out.parent)
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{_STAGING}{os.getpid()}-"))
+    _remove_abandoned(out.parent, _STAGING)
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{_STAGING}{os.getpid()}-"))
     try:
         fill(staging)
         for directory in [staging, *(p for p in staging.rglob("*") if p.is_dir())]:
@@ -101,12 +105,55 @@ def _exchange(a: Path, b: Path) -> int:
     return ctypes.get_errno()
 
 
-def _remove_abandoned_staging(parent: Path) -> None:
-    """Staging directories of runs that were killed (their process is gone)."""
-    for leftover in parent.glob(f".{_STAGING}*"):
-        pid = leftover.name.removeprefix(f".{_STAGING}").split("-")[0]
+def replace_files(contents: dict[Path, bytes]) -> None:
+    """Each file replaced whole by its new contents, all of them or none: every new file is
+    written beside its target before any target is replaced, so a full disk or a read-only
+    directory leaves every file as it was. A symlink is written through (its target replaced,
+    the link kept), and every file keeps its mode."""
+    prepared: list[tuple[Path, Path]] = []  # (new file, the file it replaces)
+    try:
+        for path, data in contents.items():
+            target = path.resolve(strict=True)
+            prepared.append((_written_beside(target, data), target))
+    except BaseException as error:
+        for written, _ in prepared:
+            written.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise OutputError(f"{path}: cannot write: {error.strerror or error}; no file was replaced") from None
+        raise
+    for number, (written, target) in enumerate(prepared):
+        try:
+            os.replace(written, target)
+        except OSError as error:
+            for left, _ in prepared[number:]:
+                left.unlink(missing_ok=True)
+            raise OutputError(f"{target}: cannot replace: {error.strerror or error}; {number} of {len(prepared)} files were replaced before it") from None
+
+
+def _written_beside(target: Path, data: bytes) -> Path:
+    """`data` in a new file in the target's directory, with the target's mode."""
+    _remove_abandoned(target.parent, _REPLACING)
+    handle, name = tempfile.mkstemp(dir=target.parent, prefix=f"{_REPLACING}{os.getpid()}-")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            os.fchmod(out.fileno(), stat.S_IMODE(target.stat().st_mode))
+    except BaseException:
+        os.unlink(name)
+        raise
+    return Path(name)
+
+
+def _remove_abandoned(parent: Path, prefix: str) -> None:
+    """What runs that were killed (their process is gone) left in `parent` under `prefix`:
+    staging directories, new files not yet renamed into place."""
+    for leftover in parent.glob(f"{prefix}*"):
+        pid = leftover.name.removeprefix(prefix).split("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(leftover, ignore_errors=True)
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:

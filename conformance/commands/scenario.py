@@ -8,14 +8,14 @@ from adapters.registry import adapter_factory
 from conformance.certify.replay import failure_text
 from conformance.certify.reports.terminal import side_by_side
 from conformance.certify.reports.wording import FAILING, allowed_text
-from conformance.outputs import check_directory, publish_directory
+from conformance.outputs import check_directory, publish_directory, replace_files
 from conformance.scenario import parser
 from conformance.scenario.cluster_run import compiled_nodes, model_run, recorded_cluster, run_cluster_scenario
 from conformance.scenario.parser import Scenario, ScenarioError
 from conformance.scenario.run import compiled, recorded, run_scenario
 from conformance.text import readable, wrapped_table
 from spec import trace as traces
-from spec.trace import Trace, write_bytes_atomically
+from spec.trace import Trace
 
 FAILURE_CELL = 240  # characters of a failure in the table; the first failure is shown whole below it
 
@@ -47,19 +47,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def record(args: argparse.Namespace) -> int:
-    """Every file parsed and recorded before any is written, each written whole or not at all."""
-    paths = [Path(name) for name in args.files]
-    texts = []
-    for path in paths:
+    """Every file parsed and recorded before any is written, then all replaced or none."""
+    contents: dict[Path, bytes] = {}
+    for name in args.files:
+        path = Path(name)
         scenario = parser.read(path)
         text = recorded(path, scenario) if type(scenario) is Scenario else recorded_cluster(path, scenario)
         try:
             parser.parse(path, text)  # the model may take a number beyond what a scenario holds
         except ScenarioError as error:
             raise ScenarioError(f"{path}: recorded, it would not read back: {error}") from None
-        texts.append(text)
-    for path, text in zip(paths, texts):
-        write_bytes_atomically(path, text.encode("utf-8"))
+        contents[path] = text.encode("utf-8")
+    replace_files(contents)
+    for path in contents:
         print(f"recorded {path}")
     return 0
 

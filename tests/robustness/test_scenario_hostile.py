@@ -4,6 +4,12 @@ line and column; `scenario record` writes nothing until every file is recorded, 
 through symlinks and keeps modes; `traces show --as scenario` prints nothing that reads as
 other statements. Never a traceback, never a file of the user's lost."""
 
+import errno
+import os
+import resource
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,8 +19,10 @@ from conformance.cli import main
 from conformance.scenario import parser
 from conformance.scenario.parser import ScenarioError, parse
 
+ROOT = Path(__file__).resolve().parents[2]
 HEADER = "cluster voters=[1, 2, 3]\nnode 2\n"
 STEPS = 'step request from 3: VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=3)\n'
+LONG_INPUTS = STEPS + "".join(f"step append {value}\n" for value in range(20))  # records to a much longer file
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -130,3 +138,79 @@ def test_a_trace_compiled_at_the_limit_reads_back(tmp_path, capsys):
     assert main(["scenario", "compile", str(scenario), "--out", str(tmp_path / "out")]) == 0
     capsys.readouterr()
     assert main(["traces", "show", str(tmp_path / "out" / "edge.jsonl")]) == 0
+
+
+# -- D14, D15: record writes nothing until every file is recorded; through symlinks; modes ----
+
+
+def scenarios(directory: Path) -> tuple[Path, Path]:
+    """Two files of inputs only, the second recorded much longer than the first."""
+    directory.mkdir(exist_ok=True)
+    short, long = directory / "short.scenario", directory / "long.scenario"
+    short.write_text(HEADER + STEPS)
+    long.write_text(HEADER + LONG_INPUTS)
+    return short, long
+
+
+def test_record_on_a_full_disk_replaces_no_file(tmp_path):
+    short, long = scenarios(tmp_path)
+    recorded = {}
+    for path in (short, long):
+        copy = tmp_path / "measure" / path.name
+        copy.parent.mkdir(exist_ok=True)
+        copy.write_bytes(path.read_bytes())
+        assert main(["scenario", "record", str(copy)]) == 0
+        recorded[path] = copy.stat().st_size
+    limit = (recorded[short] + recorded[long]) // 2  # the first fits, the second does not: a disk that fills up
+    before = {path: path.read_bytes() for path in (short, long)}
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "scenario", "record", str(short), str(long)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, preexec_fn=limited,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr == f"kraftcheck: {long}: cannot write: File too large; no file was replaced\n"
+    assert {path: path.read_bytes() for path in (short, long)} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["long.scenario", "measure", "short.scenario"]
+
+
+def test_record_on_a_read_only_directory_replaces_no_file(tmp_path, capsys, monkeypatch):
+    short, _ = scenarios(tmp_path / "writable")
+    _, locked = scenarios(tmp_path / "read-only")
+    before = tree(tmp_path)
+    mkstemp = tempfile.mkstemp
+
+    def read_only(*args, **kwargs):  # as on a read-only mount (chmod does not stop root)
+        if Path(kwargs["dir"]) == locked.parent:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    refused(capsys, ["scenario", "record", str(short), str(locked)], f"{locked}: cannot write: Read-only file system; no file was replaced")
+    assert tree(tmp_path) == before
+
+
+def test_record_writes_through_a_symlink_and_keeps_the_mode(tmp_path, capsys):
+    target, _ = scenarios(tmp_path / "real")
+    target.chmod(0o640)
+    link = tmp_path / "link.scenario"
+    link.symlink_to(Path("real") / target.name)
+    assert main(["scenario", "record", str(link)]) == 0
+    assert link.is_symlink() and os.readlink(link) == str(Path("real") / target.name)
+    assert "expect response VoteResponse(" in target.read_text()
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert sorted(path.name for path in target.parent.iterdir()) == ["long.scenario", "short.scenario"]
+
+
+def test_record_removes_what_a_killed_record_left_and_keeps_a_running_ones(tmp_path, capsys):
+    short, _ = scenarios(tmp_path)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    abandoned = tmp_path / f".kraftcheck-replacing-{gone.stdout.strip()}-x1y2z3"  # as a SIGKILL leaves it
+    running = tmp_path / f".kraftcheck-replacing-{os.getpid()}-a1b2c3"
+    for leftover in (abandoned, running):
+        leftover.write_text("half a scenario")
+    assert main(["scenario", "record", str(short)]) == 0
+    assert not abandoned.exists() and running.exists()
