@@ -4,7 +4,9 @@ import argparse
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
 
@@ -55,16 +57,14 @@ def print_schema(args: argparse.Namespace) -> int:
 
 def show(args: argparse.Namespace) -> int:
     if args.format == "scenario" and is_counterexample(Path(args.file)):
-        sys.stdout.write(cluster_scenario_text(counterexample_scenario(Path(args.file))))
-        return 0
+        return print_scenario(Path(args.file), cluster_scenario_text, counterexample_scenario(Path(args.file)))
     shown = traces.read(Path(args.file))
     if args.format == "svg":
         return show_svg(shown, args.out)
     if args.out:
         raise OutputError("--out writes a diagram: use it with --as svg")
     if args.format == "scenario":
-        sys.stdout.write(scenario_text(shown))
-        return 0
+        return print_scenario(Path(args.file), scenario_text, shown)
     header = shown.header
     if header.cluster is not None:
         member = f"node {header.node} of voters {list(header.cluster.voters)} observers {list(header.cluster.observers)}, profile {header.cluster.profile}"
@@ -81,6 +81,17 @@ def show(args: argparse.Namespace) -> int:
         after = f"{state.role} e{state.epoch} leader {state.leader_id} log {state.log_end_offset} hw {state.high_watermark}" if state else "-"
         rows.append((step.step, step.note, answer, len(step.expect.sends), after, " ".join(step.rules)))
     print(wrapped_table(rows, ("step", "input", "errors", "sends", "state after", "rules"), [None, 60, 40, None, 40, 30]))
+    return 0
+
+
+def print_scenario(path: Path, printer: Callable[[Any], str], shown: Any) -> int:
+    """A trace or counterexample printed whole as a scenario, or refused naming its file (a text
+    in it that would read as other statements)."""
+    try:
+        text = printer(shown)
+    except traces.TraceError as error:
+        raise traces.TraceError(f"{path}: {error}") from None
+    sys.stdout.write(text)
     return 0
 
 

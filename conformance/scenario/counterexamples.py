@@ -3,6 +3,7 @@ cluster or an ISR partition): the same actions from the start, the violated prop
 after the last."""
 
 import json
+import re
 from pathlib import Path
 
 import msgspec
@@ -11,6 +12,8 @@ from conformance.explore.configs import CheckConfig, IsrCheckConfig
 from conformance.scenario.parser import ClusterScenario, ClusterStep
 from model.cluster import Action
 from model.isr.cluster import Action as IsrAction
+from model.isr.properties import PROPERTIES as ISR_PROPERTIES
+from model.properties import PROPERTIES
 from spec.trace import TraceCluster, TraceError, TracePartition
 
 KIND = "kraftcheck-counterexample"
@@ -21,27 +24,47 @@ def is_counterexample(path: Path) -> bool:
     try:
         with path.open("rb") as handle:
             return json.loads(handle.readline()).get("kind") == KIND
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return False  # not one: reading it as a trace reports what is wrong with it
 
 
 def counterexample_scenario(path: Path) -> ClusterScenario:
-    lines = path.read_bytes().splitlines()
+    """The counterexample as a scenario; a file that is not one is a TraceError naming it."""
     try:
-        header = json.loads(lines[0])
-        steps = [json.loads(line) for line in lines[1:]]
-        if header["bounds"].get("system") == "isr":
-            config = msgspec.convert(header["bounds"], IsrCheckConfig).partition()
-            setting = TracePartition(replicas=config.replicas, min_isr=config.min_isr, truncation=config.truncation)
-            actions = [msgspec.convert(step["encoded_action"], IsrAction) for step in steps if step["step"] > 0]  # step 0: the initial state
-        else:
-            config = msgspec.convert(header["bounds"], CheckConfig).cluster()
-            setting = TraceCluster(voters=config.voters, observers=config.observers, cluster_id=config.cluster_id, profile=config.profile, fetch_max_records=config.fetch_max_records)
-            actions = [msgspec.convert(step["encoded_action"], Action) for step in steps]
-    except (json.JSONDecodeError, KeyError, TypeError, msgspec.ValidationError) as error:
+        lines = path.read_bytes().splitlines()
+    except OSError as error:
+        raise TraceError(f"{path}: cannot read: {error.strerror}") from None
+    try:
+        return _scenario(path, lines)
+    except TraceError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a file from elsewhere may fail in any way (nesting, types); none may end the run
         raise TraceError(f"{path}: not a readable counterexample: {type(error).__name__}: {error}") from None
+
+
+def _scenario(path: Path, lines: list[bytes]) -> ClusterScenario:
+    header = json.loads(lines[0])
+    steps = [json.loads(line) for line in lines[1:]]
+    if header["bounds"].get("system") == "isr":
+        config = msgspec.convert(header["bounds"], IsrCheckConfig).partition()
+        setting = TracePartition(replicas=config.replicas, min_isr=config.min_isr, truncation=config.truncation)
+        actions = [msgspec.convert(step["encoded_action"], IsrAction) for step in steps if step["step"] > 0]  # step 0: the initial state
+        known = ISR_PROPERTIES
+    else:
+        config = msgspec.convert(header["bounds"], CheckConfig).cluster()
+        setting = TraceCluster(voters=config.voters, observers=config.observers, cluster_id=config.cluster_id, profile=config.profile, fetch_max_records=config.fetch_max_records)
+        actions = [msgspec.convert(step["encoded_action"], Action) for step in steps]
+        known = PROPERTIES
     if not actions:
         raise TraceError(f"{path}: a counterexample without steps")
+    if header["property"] not in known:
+        raise TraceError(f"{path}: a counterexample of an unknown property {_one_line(str(header['property']))!r}; expected one of {', '.join(known)}")
     scenario_steps = [ClusterStep(action=action) for action in actions[:-1]] + [ClusterStep(action=actions[-1], violated=(header["property"],))]
-    comments = [f"# {header['property']} violated: {header['detail']}", f"# found by kraftcheck check, configuration {header['config']} ({header['bounds']['description']})"]
-    return ClusterScenario(name=path.stem, setting=setting, steps=tuple(scenario_steps), step_lines=(), comments={0: comments})
+    comments = [f"{header['property']} violated: {header['detail']}", f"found by kraftcheck check, configuration {header['config']} ({header['bounds']['description']})"]
+    return ClusterScenario(name=path.stem, setting=setting, steps=tuple(scenario_steps), step_lines=(), comments={0: ["# " + _one_line(text) for text in comments]})
+
+
+def _one_line(text: str) -> str:
+    """Text from the file as one line of a comment: control characters escaped, so that none
+    ends the comment (and starts a statement) or rewrites the terminal."""
+    return re.sub(r"[\x00-\x1f\x7f\u2028\u2029]", lambda found: repr(found.group())[1:-1], text)

@@ -11,7 +11,7 @@ import json
 import msgspec
 
 from conformance.corpus.reference import error_names, event_text
-from conformance.scenario.parser import ClusterScenario, UntilQuiet
+from conformance.scenario.parser import TERMINALS, ClusterScenario, UntilQuiet, reads_as
 from conformance.scenario.notation import ERROR_NAMES, STATE_DEFAULTS, is_error_field, log_end, non_defaults
 from model.cluster import Action, Append, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
 from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Timer
@@ -21,7 +21,7 @@ from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
 from model.isr.state import LeaderAndIsr
 from model.messages import Record
 from model.network import Envelope
-from spec.trace import Alternative, Header, Observed, Outputs, Step, Trace, TraceCluster
+from spec.trace import Alternative, Header, Observed, Outputs, Step, Trace, TraceCluster, TraceError
 
 INDENT = "  "
 _BARE = {Resign: "resign", Crash: "crash", Restart: "restart", FetchNext: "fetch_next"}
@@ -58,18 +58,18 @@ def step_lines(step: Step) -> list[str]:
     lines = [f"step {input_text(step.input)}"]
     lines.extend(INDENT + line for line in outcome_lines(step.expect, step.state))
     if step.rules:
-        lines.append(f"{INDENT}rules {' '.join(step.rules)}")
+        lines.append(f"{INDENT}rules {bare('RULE', *step.rules)}")
     if step.note != event_text(step.input):
         lines.append(f"{INDENT}note {string(step.note)}")
     if step.errors != error_names(step.expect):
-        lines.append(f"{INDENT}errors " + " ".join(f"{string(field)}={name}" for field, name in step.errors.items()))
+        lines.append(f"{INDENT}errors " + " ".join(f"{string(field)}={bare('NAME', name)}" for field, name in step.errors.items()))
     for alternative in step.allowed:
         lines.extend(alternative_lines(alternative))
     return lines
 
 
 def alternative_lines(alternative: Alternative) -> list[str]:
-    picks = " ".join(f"{point}={pick}" for point, pick in alternative.choices.items())
+    picks = bare("CHOICE", *(f"{point}={pick}" for point, pick in alternative.choices.items()))
     return [f"{INDENT}allowed {picks}".rstrip(), *(INDENT * 2 + line for line in outcome_lines(alternative.expect, alternative.state))]
 
 
@@ -96,7 +96,7 @@ def state_line(state: Observed) -> str:
         implied = log_end(state.log) if name == "log_end_offset" else STATE_DEFAULTS[name]
         if current != implied:
             shown.append((name, current))
-    return keyword_line(f"expect state {state.role}", shown)
+    return keyword_line(f"expect state {bare('NAME', state.role)}", shown)
 
 
 def input_text(event: object) -> str:
@@ -155,6 +155,15 @@ def string(text: str) -> str:
     return json.dumps(text)
 
 
+def bare(terminal: str, *texts: str) -> str:
+    """Texts printed without quotes, each as the grammar's `terminal` reads it: other text (a
+    rule ID holding a newline, in a trace from elsewhere) would read as other statements."""
+    for text in texts:
+        if not reads_as(terminal, text):
+            raise TraceError(f"{text!r} cannot be printed in a scenario: expected {TERMINALS[terminal]}")
+    return " ".join(texts)
+
+
 def _is_entry(item: object) -> bool:
     return type(item) is tuple and len(item) == 2 and all(type(part) is int for part in item)
 
@@ -183,10 +192,10 @@ def cluster_scenario_text(scenario: ClusterScenario) -> str:
     for number, step in enumerate(scenario.steps, start=1):
         lines.extend(comments.get(number, []))
         picks = getattr(step.action, "picks", ())
-        lines.append(f"do {action_text(step.action)}" + (f" choosing {' '.join(f'{name}={pick}' for name, pick in picks)}" if picks else ""))
+        lines.append(f"do {action_text(step.action)}" + (f" choosing {bare('CHOICE', *(f'{name}={pick}' for name, pick in picks))}" if picks else ""))
         for verdict, rules in (("violated", step.violated), ("holds", step.holds)):
             if rules:
-                lines.append(f"{INDENT}expect {verdict} {' '.join(rules)}")
+                lines.append(f"{INDENT}expect {verdict} {bare('RULE', *rules)}")
         lines.extend(f"{INDENT}expect node {node} {state_line(state).removeprefix('expect ')}" for node, state in step.states)
         lines.extend(f"{INDENT}expect in flight {envelope_text(envelope)}" for envelope in step.in_flight)
         if step.describe:

@@ -5,6 +5,7 @@ through symlinks and keeps modes; `traces show --as scenario` prints nothing tha
 other statements. Never a traceback, never a file of the user's lost."""
 
 import errno
+import json
 import os
 import resource
 import subprocess
@@ -214,3 +215,61 @@ def test_record_removes_what_a_killed_record_left_and_keeps_a_running_ones(tmp_p
         leftover.write_text("half a scenario")
     assert main(["scenario", "record", str(short)]) == 0
     assert not abandoned.exists() and running.exists()
+
+
+# -- D16: traces show --as scenario of a hostile counterexample --------------------------------
+
+
+def counterexample(tmp_path: Path) -> Path:
+    assert main(["check", "--config", "faults", "--profile", "faulty-forget-vote", "--workers", "1", "--out", str(tmp_path / "check")]) == 1
+    return tmp_path / "check" / "counterexample-faults-SAFE-2.jsonl"
+
+
+def with_header(path: Path, change) -> Path:
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    change(header)
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "change, error",
+    [
+        (lambda header: header.update(bounds="faults"), "not a readable counterexample: AttributeError"),
+        (lambda header: header.update(property="SAFE-2\nstep crash"), "a counterexample of an unknown property 'SAFE-2\\\\nstep crash'"),
+        (lambda header: header.update(property=["SAFE-2"]), "not a readable counterexample: TypeError"),
+        (lambda header: header.pop("detail"), "not a readable counterexample: KeyError"),
+    ],
+    ids=["bounds-a-string", "property-a-statement", "property-a-list", "no-detail"],
+)
+def test_a_damaged_counterexample_is_an_error_naming_it(tmp_path, capsys, change, error):
+    saved = with_header(counterexample(tmp_path), change)
+    capsys.readouterr()
+    refused(capsys, ["traces", "show", str(saved), "--as", "scenario"], f"{saved}: {error}")
+
+
+def test_a_deeply_nested_header_is_an_error_naming_the_file(tmp_path, capsys):
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"kind": "kraftcheck-counterexample", "bounds": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    refused(capsys, ["traces", "show", str(deep), "--as", "scenario"], f"{deep}:1: invalid JSON in the header: nested too deeply")
+
+
+def test_a_detail_with_newlines_prints_as_a_comment_that_parses_back(tmp_path, capsys):
+    saved = with_header(counterexample(tmp_path), lambda header: header.update(detail="two votes\nstep crash\r\n\x1b[2Jcleared\u2028"))
+    capsys.readouterr()
+    assert main(["traces", "show", str(saved), "--as", "scenario"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("# SAFE-2 violated: two votes\\nstep crash\\r\\n\\x1b[2Jcleared\\u2028\n# found by kraftcheck check")
+    again = parse(Path("printed.scenario"), printed)
+    assert again.comments[0][0] == printed.splitlines()[0] and len(again.steps) == printed.count("\ndo ")
+
+
+def test_a_trace_whose_rules_hold_statements_does_not_print_them(tmp_path, capsys):
+    shipped = next((ROOT / "traces").glob("corpus-cell-*.jsonl"))
+    lines = shipped.read_text().splitlines()
+    step = json.loads(lines[1])
+    step["rules"] = ["VOTE-REQ-4\nstep crash"]
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text("\n".join([lines[0], json.dumps(step), *lines[2:]]) + "\n")
+    refused(capsys, ["traces", "show", str(hostile), "--as", "scenario"], f"{hostile}: 'VOTE-REQ-4\\nstep crash' cannot be printed in a scenario: expected a rule ID")
