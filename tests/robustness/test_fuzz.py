@@ -1,4 +1,4 @@
-"""Fuzzing the four boundaries where untrusted input becomes values (Hypothesis, fixed budget).
+"""Fuzzing the five boundaries where untrusted input becomes values (Hypothesis, fixed budget).
 
 1. trace files: `spec.trace.read` / `read_header` return a Trace / Header or raise a TraceError
    whose message starts with the file's path; a trace they accept encodes again (JSON Lines and
@@ -9,7 +9,9 @@
    naming the file (and line and column);
 4. the command line: `build_parser().parse_args` returns a Namespace or exits with argparse's
    usage error (2), and `check`'s configuration layer (`configs.resolve`) returns a config or
-   raises ConfigError. Commands are parsed, never run.
+   raises ConfigError. Commands are parsed, never run;
+5. scenario files: `conformance.scenario.parser.read` returns a Scenario or ClusterScenario or
+   raises a ScenarioError whose message starts with the file's path.
 
 The budget is fixed and the runs are derandomized without an example database, so CI is
 deterministic: the same inputs every run (for the same corpus and schemas, which seed the
@@ -39,6 +41,7 @@ from adapters.contract import AdapterError
 from adapters.subprocess_adapter import SubprocessAdapter
 from conformance.cli import build_parser
 from conformance.commands import check as check_command
+from conformance.scenario import parser as scenario_parser
 from conformance.explore import configs
 from model.config import ConfigError
 from spec.schema import MessageSchema, SchemaError, load_schema
@@ -805,6 +808,69 @@ def test_check_configuration(name, overrides):
 def test_check_configuration_of_the_wrong_type(overrides):
     with pytest.raises(ConfigError, match="Expected `(int|bool)`"):
         configs.resolve(None, overrides)
+
+
+# -- 5. scenario files -------------------------------------------------------------------------
+
+SEED_SCENARIOS = [path.read_bytes() for path in sorted((CORPUS / "scenarios").glob("*.scenario"))[::8]]
+HOSTILE_TOKENS = {  # a token of the scenario language -> hostile ones of its kind
+    rb"-?\b[0-9]+\b": [b"18446744073709551616", b"18446744073709551615", b"-9223372036854775809", b"9" * 5000, b"-1"],
+    rb'"[^"\n]*"': [b'"../../x"', b'"a/b"', b'""', b'".hidden"', b'"\\u0000"', b'"\\ud800"', b'"' + b"n" * 300 + b'"'],
+    rb"e-?[0-9]+\[[0-9]+\.\.[0-9]+\]": [b"e1[0..100000000]", b"e1[0..18446744073709551616]", b"e99999999999999999999[0..1]", b"e1[5..2]"],
+    rb"\[": [b"[" * 3000],
+}
+
+
+@st.composite
+def scenario_mutations(draw) -> bytes:
+    """A library scenario with a few tokens replaced by hostile ones of the same kind (numbers
+    beyond 64 bits, huge epoch ranges, names that are paths, lone surrogates, deep nesting), so
+    that most still parse up to them; or its bytes mutated."""
+    seed = draw(st.sampled_from(SEED_SCENARIOS))
+    if draw(st.booleans()):
+        return draw(byte_mutations(seed))
+    for _ in range(draw(st.integers(1, 3))):
+        pattern = draw(st.sampled_from(sorted(HOSTILE_TOKENS)))
+        found = list(re.finditer(pattern, seed))
+        if found:
+            token = found[draw(st.integers(0, len(found) - 1))]
+            seed = seed[: token.start()] + draw(st.sampled_from(HOSTILE_TOKENS[pattern])) + seed[token.end() :]
+    return seed
+
+
+def check_scenario_contract(path: Path, data: bytes) -> None:
+    """read: a Scenario or ClusterScenario, or a ScenarioError starting with the path; nothing else."""
+    INPUTS["scenario"] += 1
+    path.write_bytes(data)
+    try:
+        result = scenario_parser.read(path)
+    except scenario_parser.ScenarioError as error:
+        assert str(error).startswith(str(path)), f"the message does not start with the path: {error}"
+        event(f"ScenarioError {outcome(error, path)}")
+        return
+    except Exception as error:
+        raise AssertionError(f"read raised {type(error).__name__} (not ScenarioError): {error}") from error
+    assert isinstance(result, (scenario_parser.Scenario, scenario_parser.ClusterScenario))
+    event("accepted")
+
+
+@budget(300)
+@given(data=scenario_mutations())
+def test_scenario_mutations(workdir, data):
+    check_scenario_contract(workdir / "mutated.scenario", data)
+
+
+@budget(100)
+@given(data=st.binary(max_size=512))
+def test_scenario_random_bytes(workdir, data):
+    check_scenario_contract(workdir / "random.scenario", data)
+
+
+def test_scenario_seeds_are_valid(workdir):
+    """The mutations start from scenarios that parse (else they would only test the first check)."""
+    for number, seed in enumerate(SEED_SCENARIOS):
+        (workdir / f"seed{number}.scenario").write_bytes(seed)
+        assert isinstance(scenario_parser.read(workdir / f"seed{number}.scenario"), (scenario_parser.Scenario, scenario_parser.ClusterScenario))
 
 
 # -- the inputs tried --------------------------------------------------------------------------
