@@ -17,6 +17,7 @@ from conformance.explore.check import counterexample_steps, system_for
 from conformance.explore.configs import resolve
 from conformance.explore.engine import explore
 from conformance.explore.sharded import explore_sharded
+from conformance.explore.kept import ResumeError, locked
 from conformance.explore.workspace import read_checkpoint
 
 # 2 voters, 4 elections, no loss: exhausted at 146,552 states, depth 30 (tests/test_check_configs.py).
@@ -56,14 +57,28 @@ def kill_after_level(process: subprocess.Popen, state_dir, level: int, timeout: 
     checkpoint = state_dir / "search.json"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
-        if checkpoint.exists() and json.loads(checkpoint.read_bytes())["completed"] >= level:
+        if checkpoint.exists() and json.loads(checkpoint.read_bytes())["checkpoint"]["completed"] >= level:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+            wait_unlocked(state_dir)
             return read_checkpoint(state_dir).completed
         time.sleep(0.005)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     pytest.fail(f"the run ended before its checkpoint reached level {level}: {process.stderr.read().decode()[-500:]}")
+
+
+def wait_unlocked(state_dir, timeout: float = 10.0) -> None:
+    """Until the killed run's lock is gone with the last of its processes (its workers die a moment after it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with locked(state_dir):
+                return
+        except ResumeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
@@ -105,18 +120,18 @@ def test_a_stopped_search_with_a_violation_resumes_to_the_same_counterexample(tm
         (["--resume", "{kept}", "--workers", "2"], "--workers cannot be given with it"),
         (["--config", "smoke", "--state-dir", "{fresh}", "--engine", "spark"], "--state-dir keeps an in-process search on disk"),
         (["--config", "smoke", "--state-dir", "{file}"], "not a new or empty directory"),
-        (["--resume", "{torn}"], "unreadable"),
+        (["--resume", "{begun}"], "no search to resume (no search.json"),
     ],
 )
 def test_state_directories_that_cannot_be_used_are_refused(tmp_path, capsys, args, message):
-    kept, empty, torn = tmp_path / "kept", tmp_path / "empty", tmp_path / "torn"
+    kept, empty, begun = tmp_path / "kept", tmp_path / "empty", tmp_path / "begun"
     assert cli.main(["check", "--config", "smoke", "--state-dir", str(kept), "--out", str(tmp_path)]) == 0
     empty.mkdir()
-    torn.mkdir()
-    (torn / "check.json").write_text('{"name": "smoke", "kind": "kraft", "config": {"vot')
+    begun.mkdir()  # killed before its first level ended
+    (begun / "check.json").write_bytes((kept / "check.json").read_bytes())
     (tmp_path / "file").write_text("mine")
     capsys.readouterr()
-    places = {"kept": kept, "empty": empty, "torn": torn, "fresh": tmp_path / "fresh", "file": tmp_path / "file"}
+    places = {"kept": kept, "empty": empty, "begun": begun, "fresh": tmp_path / "fresh", "file": tmp_path / "file"}
     given = [a.format(**places) for a in args]
     assert cli.main(["check", *given, "--out", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
@@ -139,7 +154,7 @@ def test_a_damaged_state_directory_is_refused_with_the_file_named(tmp_path, caps
     capsys.readouterr()
     assert cli.main(["check", "--resume", str(kept), "--out", str(tmp_path)]) == 2
     error = capsys.readouterr().err
-    assert "cannot resume the search kept there, a file is missing or damaged" in error and "Traceback" not in error
+    assert error.startswith("kraftcheck: damaged: ") and "Traceback" not in error
     assert (victim.name if damage == "the frontier cut short" else "seen-03-") in error
 
 

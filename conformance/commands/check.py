@@ -1,16 +1,19 @@
 """`kraftcheck check`: explore a configuration exhaustively, print the verdicts, save counterexamples."""
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from pathlib import Path
 
 from conformance.corpus.counterexamples import save_replica_traces
-from conformance.explore.check import VACUOUS, begin_saved_search, check, saved_search, counterexample_steps, counterexample_table, save_counterexample, save_counterexample_diagram, summary, summary_table
+from conformance.explore.check import VACUOUS, begin_saved_search, check, kept_search, saved_search, counterexample_steps, counterexample_table, save_counterexample, save_counterexample_diagram, summary, summary_table
 from conformance.explore.configs import CheckConfig, IsrCheckConfig, check_bound, resolve
 from conformance.explore.engine import Progress
 from conformance.explore.isr_system import IsrSystem, steps_table
+from conformance.explore.kept import ResumeError
+from conformance.explore.sharded import WorkerFailed
 from conformance.outputs import check_directory
 from conformance.spark.session import spark_options
 from model.config import ConfigError
@@ -47,13 +50,16 @@ def configuration(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheck
     return name, resolve(None if name == "custom" else name, overrides)
 
 
-def resumed(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheckConfig, int]:
-    """--resume: the kept search's name, configuration and workers; options that would change
-    them are refused rather than ignored."""
+def unchanged(args: argparse.Namespace) -> None:
+    """--resume: options that would change the kept search are refused rather than ignored."""
     given = [f"--{option.replace('_', '-')}" for option in CONFIGURATION_OPTIONS if getattr(args, option) is not None]
     given += ["--keep-going"] * args.keep_going + ["--state-dir"] * (args.state_dir is not None) + ["--engine spark"] * (args.engine == "spark")
     if given:
         raise ConfigError(f"--resume continues a search as it began: {', '.join(given)} cannot be given with it")
+
+
+def resumed(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheckConfig, int]:
+    """--resume: the kept search's name, configuration and workers (its directory held: see kept_search)."""
     saved, config = saved_search(Path(args.resume))
     args.keep_going = saved.keep_going
     return saved.name, config, saved.workers
@@ -67,12 +73,16 @@ CONFIGURATION_OPTIONS = (
 
 
 def run(args: argparse.Namespace) -> int:
+    """The options checked before any file is touched; a search kept on disk (--state-dir,
+    --resume) holds its directory for the whole run. A kept search that does not verify, or a
+    worker that dies, ends the run with one line and exit 2: never a verdict."""
     if args.resume is not None:
-        name, config, workers = resumed(args)
+        unchanged(args)
+        name = config = workers = None  # the kept search's, read once its directory is held
     else:
         name, config = configuration(args)
         workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, MAX_WORKERS)
-    check_bound("--workers", workers, 1, MAX_WORKERS)
+        check_bound("--workers", workers, 1, MAX_WORKERS)
     if args.state_dir is not None and args.engine == "spark":
         raise ConfigError("--state-dir keeps an in-process search on disk; a Spark search keeps its levels under --spark-dir")
     if args.max_states is not None:
@@ -82,6 +92,21 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     check_directory(out, lambda name: True, "counterexamples")  # before the search, not after it
     spark = spark_options(args)
+    kept = args.state_dir or args.resume
+    try:
+        with kept_search(Path(kept), new=args.resume is None) if kept else contextlib.nullcontext():
+            if args.resume is not None:
+                name, config, workers = resumed(args)
+            elif args.state_dir is not None:
+                begin_saved_search(Path(args.state_dir), name, config, workers, args.keep_going)
+            return searched(args, name, config, workers, spark, out)
+    except ResumeError as error:
+        print(f"kraftcheck: {error}", file=sys.stderr)
+        return 2
+
+
+def searched(args: argparse.Namespace, name: str, config: CheckConfig | IsrCheckConfig, workers: int, spark, out: Path) -> int:
+    """The search run, its summary and counterexamples shown and saved: the exit code."""
     live = sys.stderr.isatty() and not args.json
 
     def progress(p: Progress) -> None:
@@ -94,9 +119,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  level {p.depth}: {p.distinct:,} states, frontier {p.queue:,}, {p.generated:,} generated, {p.seconds:.1f}s", file=sys.stderr, flush=True)
 
     shown = level_done if spark else (progress if live else None)
-    if args.state_dir is not None:
-        begin_saved_search(Path(args.state_dir), name, config, workers, args.keep_going)
     kept = args.state_dir or args.resume
+    ended = ("\n" if live else "") + "kraftcheck: {}" + (f"; the search kept in {kept} continues from its last completed level with: kraftcheck check --resume {kept}" if kept else "")
     try:
         system, result, workers = check(
             config,
@@ -110,9 +134,10 @@ def run(args: argparse.Namespace) -> int:
             resume=args.resume is not None,
         )
     except OSError as error:  # the search's own files: a full disk, a directory taken away
-        print(f"\nkraftcheck: the search cannot keep its files: {error}", file=sys.stderr)
-        if kept:
-            print(f"kraftcheck: once that is mended, continue from the last completed level: kraftcheck check --resume {kept}", file=sys.stderr)
+        print(ended.format(f"the search cannot keep its files: {error}"), file=sys.stderr)
+        return 2
+    except WorkerFailed as error:  # killed (kill -9, the OOM killer), or a bug: no verdict
+        print(ended.format(error), file=sys.stderr)
         return 2
     if live and not spark:
         print(file=sys.stderr)

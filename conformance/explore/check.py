@@ -1,8 +1,9 @@
 """`kraftcheck check`: exhaustive exploration of a configuration, its summary and counterexamples."""
 
+import contextlib
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -16,7 +17,8 @@ from conformance.explore.engine import Counterexample, Progress, Result, SearchI
 from conformance.explore.isr_system import IsrSystem, action_text
 from conformance.explore.kraft_system import KraftSystem
 from conformance.explore.sharded import explore_sharded
-from conformance.explore.workspace import ResumeError
+from conformance.explore.kept import LOCK, SEARCH_FILE, Damaged, ResumeError, locked, verify
+from conformance.explore.workspace import read_checkpoint
 from conformance.explore.spark_engine import explore_spark
 from conformance.spark.session import SparkOptions, spark_session
 from model.cluster import Cluster
@@ -168,14 +170,35 @@ class SavedSearch(msgspec.Struct, forbid_unknown_fields=True):
     format: str = "kraftcheck-search"
 
 
-SEARCH_FILE = "check.json"
+@contextlib.contextmanager
+def kept_search(directory: Path, *, new: bool) -> Iterator[None]:
+    """The directory of a search kept on disk, this run's alone until the block ends: a new or
+    empty one (--state-dir, made if need be) or one that keeps a search (--resume). A run that
+    finds it held by another is refused at once, before it reads or writes any file there."""
+    directory = Path(directory)
+    if new:
+        claimable(directory)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ResumeError(f"--state-dir {directory}: cannot write there: {error.strerror or error}") from None
+    elif not (directory / SEARCH_FILE).is_file():
+        raise ResumeError(f"--resume {directory}: no search kept there (no {SEARCH_FILE}; a search is kept with --state-dir)")
+    with locked(directory):
+        if new:
+            claimable(directory)  # again: another run may have begun there meanwhile
+        yield
+
+
+def claimable(directory: Path) -> None:
+    """A new or empty directory (but for the lock a run left), else ResumeError."""
+    if directory.exists() and (not directory.is_dir() or any(entry.name != LOCK for entry in directory.iterdir())):
+        raise ResumeError(f"--state-dir {directory}: not a new or empty directory (to continue the search kept there: --resume {directory})")
 
 
 def begin_saved_search(directory: Path, name: str, config: CheckConfig | IsrCheckConfig, workers: int, keep_going: bool) -> None:
-    """Claim a new or empty directory for a search kept on disk, and say what the search is."""
+    """Say what the search kept in `directory` (see kept_search) is."""
     directory = Path(directory)
-    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-        raise ResumeError(f"--state-dir {directory}: not a new or empty directory (to continue the search kept there: --resume {directory})")
     kind = "isr" if isinstance(config, IsrCheckConfig) else "kraft"
     saved = SavedSearch(name, kind, msgspec.to_builtins(config), workers, keep_going)
     try:
@@ -185,16 +208,15 @@ def begin_saved_search(directory: Path, name: str, config: CheckConfig | IsrChec
 
 
 def saved_search(directory: Path) -> tuple[SavedSearch, CheckConfig | IsrCheckConfig]:
-    """The search a directory keeps, and its configuration, for --resume."""
+    """The search a directory keeps, and its configuration, for --resume: its check.json as the
+    checkpoint recorded it (else Damaged: another search's would resume these files as its own)."""
     path = Path(directory) / SEARCH_FILE
-    try:
-        saved = msgspec.json.decode(path.read_bytes(), type=SavedSearch)
-        config = msgspec.convert(saved.config, IsrCheckConfig if saved.kind == "isr" else CheckConfig)
-    except FileNotFoundError:
-        raise ResumeError(f"--resume {directory}: no search kept there (no {SEARCH_FILE}; a search is kept with --state-dir)") from None
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
-        raise ResumeError(f"--resume {path}: unreadable: {error}") from None
-    return saved, config
+    recorded = read_checkpoint(directory).files.get(SEARCH_FILE)
+    if recorded is None:
+        raise Damaged(path, "the checkpoint does not vouch for it")
+    verify(directory, SEARCH_FILE, *recorded)
+    saved = msgspec.json.decode(path.read_bytes(), type=SavedSearch)
+    return saved, msgspec.convert(saved.config, IsrCheckConfig if saved.kind == "isr" else CheckConfig)
 
 
 def check(

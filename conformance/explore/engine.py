@@ -23,7 +23,7 @@ from typing import NamedTuple, Protocol
 
 import msgspec
 
-from conformance.explore.workspace import Checkpoint, Workspace, read_checkpoint
+from conformance.explore.workspace import Checkpoint, Manifest, Workspace, verified
 
 
 class Violation(NamedTuple):
@@ -164,15 +164,23 @@ def explore(
     or before a level once a limit is reached (--max-seconds counts every run of a resumed search).
 
     With `state_dir` the search is kept on disk there and checkpointed after every level; with
-    `resume` it carries on from the last checkpoint in `state_dir`.
+    `resume` it carries on from the last checkpoint in `state_dir`, once its files verify.
     """
+    saved = verified(state_dir) if resume else None  # before any of its files is opened
     space = Workspace(system, state_dir)
+    manifest = Manifest(state_dir, [""], saved.files if saved else {}) if state_dir is not None else None
     findings = Findings()
     generated = depth = 0
     start = time.perf_counter()
+
+    def save() -> None:
+        """A level ended: its files durable, then, kept on disk, the checkpoint vouching for them."""
+        space.save()
+        if manifest is not None:
+            manifest.seal(checkpoint(space.visited.level, len(space.visited), findings, generated, depth, start), space.visited.table)
+
     try:
-        if resume:
-            saved = read_checkpoint(state_dir)
+        if saved:
             frontier = space.resume(saved.completed)
             for d, fp, rule, detail in saved.findings:
                 findings.note(d, fp, (Violation(rule, detail),))
@@ -185,7 +193,7 @@ def explore(
             frontier = builder.finish()
             generated = builder.generated
             findings.note_all(builder.findings)
-            space.save(checkpoint(space.visited.level, len(space.visited), findings, generated, depth, start))
+            save()
         visited = space.visited
         next_report = time.perf_counter() + progress_every
         stopped = None
@@ -208,7 +216,7 @@ def explore(
             findings.note_all(builder.findings)
             if len(level):
                 depth += 1
-            space.save(checkpoint(space.visited.level, len(space.visited), findings, generated, depth, start))
+            save()
             frontier.discard()  # after the checkpoint that no longer needs it
             frontier = level
         seconds = time.perf_counter() - start

@@ -48,7 +48,7 @@ from conformance.explore.engine import (
 )
 from conformance.explore.frontier import Level
 from conformance.explore.visited import SEGMENTS, Board, Table
-from conformance.explore.workspace import BATCH, ResumeError, Workspace, read_checkpoint, resuming, scratch_directory, write_checkpoint
+from conformance.explore.workspace import BATCH, Manifest, ResumeError, Workspace, scratch_directory, verified
 from model.config import ConfigError
 
 STOP_GRACE_SECONDS = 1.0  # how long stop() lets busy workers finish before killing them
@@ -64,7 +64,7 @@ class Handover(msgspec.Struct, array_like=True):
 
 
 class WorkerFailed(RuntimeError):
-    """A worker process died or raised; the message carries its traceback."""
+    """A worker process died (the message names it and its signal) or raised (it carries the traceback)."""
 
 
 def nearest(number: float) -> int:
@@ -201,29 +201,34 @@ class Coordinator:
         self.count = workers
         self.connections = []
         self.processes = []
-        table = shared_table(state_dir, Board(context), completed)
+        self.table = shared_table(state_dir, Board(context), completed)
         self.temporary = None if state_dir is not None else scratch_directory()
         root = Path(state_dir if state_dir is not None else self.temporary.name)
         for index in range(workers):
             mine, theirs = context.Pipe()
             foreign = [*self.connections, mine]
-            place = (root / f"worker-{index}", state_dir is not None)
-            process = context.Process(target=worker_main, args=(index, workers, make_system, place, table, theirs, os.getpid(), foreign), daemon=True)
+            place = (root / worker_place(index), state_dir is not None)
+            process = context.Process(target=worker_main, args=(index, workers, make_system, place, self.table, theirs, os.getpid(), foreign), daemon=True)
             process.start()
             theirs.close()  # the worker's alone: when it dies, receive() gets end of file
             self.connections.append(mine)
             self.processes.append(process)
 
     def ask(self, index: int, command: str, argument: object = None):
-        self.connections[index].send((command, argument))
+        self.send(index, (command, argument))
         return self.receive(index)
+
+    def send(self, index: int, message: tuple) -> None:
+        try:
+            self.connections[index].send(message)
+        except (BrokenPipeError, ConnectionResetError):
+            raise self.died(index) from None
 
     def receive(self, index: int):
         try:
             reply = self.connections[index].recv()
-        except EOFError:
-            self.processes[index].join(STOP_GRACE_SECONDS)  # reaped, it has an exit code to report
-            raise WorkerFailed(f"worker {index} exited unexpectedly (exit code {self.processes[index].exitcode})") from None
+        except (EOFError, ConnectionResetError):
+            raise self.died(index) from None
         if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "error":
             raise WorkerFailed(f"worker {index} failed:\n{reply[1]}")
         if isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "raised":
@@ -233,14 +238,22 @@ class Coordinator:
     def broadcast(self, command: str, arguments: list) -> list:
         """Every worker's reply, taken as they come: one that died is reported while the others
         may still wait for it (for a segment's lock it held)."""
-        for connection, argument in zip(self.connections, arguments):
-            connection.send((command, argument))
+        for index, argument in enumerate(arguments):
+            self.send(index, (command, argument))
         replies: dict[int, object] = {}
         while len(replies) < self.count:
             for connection in multiprocessing.connection.wait([c for index, c in enumerate(self.connections) if index not in replies]):
                 index = self.connections.index(connection)
                 replies[index] = self.receive(index)
         return [replies[index] for index in range(self.count)]
+
+    def died(self, index: int) -> WorkerFailed:
+        """A worker whose pipe broke: what ended it, once it is reaped."""
+        process = self.processes[index]
+        process.join(STOP_GRACE_SECONDS)
+        code = process.exitcode
+        how = f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited unexpectedly (exit code {code})"
+        return WorkerFailed(f"worker {index} (pid {process.pid}) {how}")
 
     def stop(self) -> None:
         """Close the pipes, which ends idle workers; kill those still busy (after an interrupt or a
@@ -257,14 +270,18 @@ class Coordinator:
             self.temporary.cleanup()
 
 
+def worker_place(index: int) -> str:
+    """Where a worker keeps its levels, in the search's directory."""
+    return f"worker-{index}"
+
+
 def shared_table(state_dir: Path | None, board: Board, completed: int | None) -> Table:
     """The workers' table: new, in memory or in state_dir, or that of state_dir rolled back to `completed` levels."""
     if completed is None:
         if state_dir is not None:
             state_dir.mkdir(parents=True, exist_ok=True)
         return Table(state_dir, on_disk=state_dir is not None, board=board)
-    with resuming(state_dir):
-        return Table.open(state_dir, completed, board)
+    return Table.open(state_dir, completed, board)
 
 
 def explore_sharded(
@@ -284,7 +301,8 @@ def explore_sharded(
     Counterexample paths are rebuilt in `local` (a fresh system if None): pass the system the
     caller will decode them with. With `state_dir`, the table and each worker's levels are kept on
     disk there and the coordinator checkpoints every level; `resume` carries on from the last
-    checkpoint, with as many workers as the search began with (the frontier is in their files).
+    checkpoint, with as many workers as the search began with (the frontier is in their files),
+    once the files verify.
     """
     start = time.perf_counter()
     findings = Findings()
@@ -292,12 +310,13 @@ def explore_sharded(
     stopped = None
     completed = None
     if resume:
-        saved = read_checkpoint(state_dir)
+        saved = verified(state_dir)
         if saved.workers != workers:
             raise ResumeError(f"{state_dir}: the search was sharded over {saved.workers} worker(s); resume it with --workers {saved.workers}")
         completed, distinct, generated, depth, start = saved.completed, saved.distinct, saved.generated, saved.depth, start - saved.seconds
         for d, fp, rule, detail in saved.findings:
             findings.note(d, fp, (Violation(rule, detail),))
+    manifest = Manifest(state_dir, [worker_place(index) for index in range(workers)], saved.files if resume else {}) if state_dir is not None else None
     coordinator = Coordinator(make_system, workers, state_dir, completed)
     busy, waiting = [0.0] * workers, [0.0] * workers
     costs = [1.0] * workers  # each worker's seconds a state expanded at the last level (at first: alike)
@@ -319,8 +338,8 @@ def explore_sharded(
         if not resume:
             distinct = generated = sum(sizes)
             completed = 1
-            if state_dir is not None:
-                write_checkpoint(state_dir, checkpoint(completed, distinct, findings, generated, depth, start, workers))
+            if manifest is not None:
+                manifest.seal(checkpoint(completed, distinct, findings, generated, depth, start, workers), coordinator.table)
         while sum(sizes) and not (findings and not keep_going):
             stopped = limit_reached(distinct, max_states, start, max_seconds)
             if stopped:
@@ -345,8 +364,8 @@ def explore_sharded(
             completed += 1
             if sum(sizes):
                 depth += 1
-            if state_dir is not None:
-                write_checkpoint(state_dir, checkpoint(completed, distinct, findings, generated, depth, start, workers))
+            if manifest is not None:
+                manifest.seal(checkpoint(completed, distinct, findings, generated, depth, start, workers), coordinator.table)
             if progress:
                 progress(Progress(distinct, generated, depth, sum(sizes), time.perf_counter() - start))
         seconds = time.perf_counter() - start

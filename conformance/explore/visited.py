@@ -8,18 +8,23 @@ level's parent links (fingerprint, the smallest parent's fingerprint) go to a fi
 level ends, 16 bytes a state on disk, read back only to rebuild a counterexample. With `on_disk`
 the segments are files mapped into memory, so the search is bounded by disk rather than RAM, and
 a killed search can be taken back to any completed level: every slot carries the level that filled it.
+Their blocks are allocated before they are mapped (a full disk is an OSError, not a SIGBUS), and a
+segment's digest (its keys and their levels, wherever they lie) lets a resume verify it.
 
 The workers of a sharded search share one table (a Board: each segment's lock, and where its
 current table is): in memory its segments are memfd files, which a process that grows one replaces
 and the others map again; on disk they are the same files.
 """
 
+import io
 import mmap
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+
+from conformance.explore.kept import Damaged
 
 EMPTY = 0  # a free slot; the fingerprint 0 is stored as ZERO instead (a 2**-64 chance to merge the two)
 ZERO = -0x61C8864680B583EB
@@ -80,6 +85,46 @@ class Board:
                 self.locks[index].release()
 
 
+def _header(dtype: type, capacity: int) -> bytes:
+    """The .npy header of a table file: the same bytes for every file of this dtype and capacity."""
+    out = io.BytesIO()
+    np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (capacity,)})
+    return out.getvalue()
+
+
+def _created(path: Path, dtype: type, capacity: int) -> np.memmap:
+    """A new table file (.npy), its blocks allocated before it is mapped: a full disk is then an
+    OSError here, not a SIGBUS when a page of the mapping is first written."""
+    header = _header(dtype, capacity)
+    with open(path, "wb") as out:
+        out.write(header)
+        out.flush()
+        os.posix_fallocate(out.fileno(), 0, len(header) + capacity * np.dtype(dtype).itemsize)
+    return np.memmap(path, dtype=dtype, mode="r+", offset=len(header), shape=(capacity,))
+
+
+def _opened(path: Path, dtype: type, capacity: int, mode: str) -> np.memmap:
+    """A table file mapped, once its header and size are those its name says: else Damaged."""
+    header = _header(dtype, capacity)
+    try:
+        with open(path, "rb") as source:
+            whole = source.read(len(header)) == header and os.fstat(source.fileno()).st_size == len(header) + capacity * np.dtype(dtype).itemsize
+    except OSError as error:
+        raise Damaged(path, error.strerror or str(error)) from None
+    if not whole:
+        raise Damaged(path, f"not a table of {capacity:,} slots")
+    return np.memmap(path, dtype=dtype, mode=mode, offset=len(header), shape=(capacity,))
+
+
+def _mixed(keys: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer: each bit of a key spread over every bit of the result."""
+    keys = keys ^ (keys >> np.uint64(30))
+    keys = keys * np.uint64(0xBF58476D1CE4E5B9)
+    keys = keys ^ (keys >> np.uint64(27))
+    keys = keys * np.uint64(0x94D049BB133111EB)
+    return keys ^ (keys >> np.uint64(31))
+
+
 def _mapped(fd: int, capacity: int) -> tuple[np.ndarray, np.ndarray]:
     """A table's two arrays in a shared mapping of a memfd (fingerprints, then levels)."""
     memory = mmap.mmap(fd, capacity * SLOT_BYTES)
@@ -111,9 +156,11 @@ class Segment:
             self.fd = fd
             return _mapped(fd, capacity)
         fps_path, levels_path = self._paths(capacity)
-        fps = np.lib.format.open_memmap(fps_path.with_suffix(".partial"), mode="w+", dtype=np.int64, shape=(capacity,))
-        levels = np.lib.format.open_memmap(levels_path.with_suffix(".partial"), mode="w+", dtype=np.uint16, shape=(capacity,))
-        return fps, levels
+        return _created(fps_path.with_suffix(".partial"), np.int64, capacity), _created(levels_path.with_suffix(".partial"), np.uint16, capacity)
+
+    def _load(self, capacity: int, mode: str) -> tuple[np.ndarray, np.ndarray]:
+        fps_path, levels_path = self._paths(capacity)
+        return _opened(fps_path, np.int64, capacity, mode), _opened(levels_path, np.uint16, capacity, mode)
 
     def _publish(self) -> None:
         """A table written in full takes its final names; then this segment's smaller ones go (see open())."""
@@ -146,8 +193,7 @@ class Segment:
         if capacity == len(self.fps):
             return
         if self.on_disk:
-            fps_path, levels_path = self._paths(capacity)
-            self.fps, self.levels = np.load(fps_path, mmap_mode="r+"), np.load(levels_path, mmap_mode="r+")
+            self.fps, self.levels = self._load(capacity, "r+")
             return
         shared = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR)
         self._drop_fd()  # the table this process held is gone
@@ -216,19 +262,36 @@ class Segment:
             self.insert(fps[kept], hashes_of(fps[kept]), levels[kept])
         self._publish()
 
+    def digest(self, keep_below: int) -> str:
+        """The keys of levels below `keep_below` with their levels, as a count and a sum of their
+        hashes: the same wherever they lie (a table grown, or rolled back, holds them elsewhere)."""
+        count, total = 0, 0
+        for start in range(0, len(self.fps), WINDOW):
+            fps, levels = np.asarray(self.fps[start : start + WINDOW]), np.asarray(self.levels[start : start + WINDOW])
+            kept = (fps != EMPTY) & (levels < keep_below)
+            hashes = _mixed(_mixed(fps[kept].view(np.uint64)) + levels[kept].astype(np.uint64))
+            count += int(kept.sum())
+            total = (total + int(hashes.sum(dtype=np.uint64))) % (1 << 64)
+        return f"{count}:{total:016x}"
+
     @classmethod
-    def open(cls, directory: Path, index: int, completed: int, board: Board | None = None) -> "Segment":
-        """A segment on disk as it was when `completed` levels had ended: rebuilt from the keys of
-        those levels (the slots later ones filled may lie on the probe paths of earlier keys)."""
+    def load(cls, directory: Path, index: int, board: Board | None = None) -> "Segment":
+        """The segment's largest whole table on disk, as it is (read only): after a kill, the
+        levels it holds may go beyond the last completed one."""
         segment = cls.__new__(cls)
         segment.directory, segment.index, segment.on_disk, segment.board, segment.fd = directory, index, True, board, None
         complete = [c for c in cls.capacities_on_disk(directory, index) if all(p.exists() for p in segment._paths(c))]
         if not complete:
-            raise ValueError(f"{directory}: no whole seen-{index:02d}-*.fps.npy and .levels.npy pair")
-        capacity = max(complete)
-        fps_path, levels_path = segment._paths(capacity)
-        segment.fps, segment.levels = np.load(fps_path, mmap_mode="r"), np.load(levels_path, mmap_mode="r")
-        segment.rebuild(capacity, keep_below=completed)  # into new files, renamed over the old ones once written
+            raise Damaged(directory / f"seen-{index:02d}-*.fps.npy", "no whole pair of .fps.npy and .levels.npy")
+        segment.fps, segment.levels = segment._load(max(complete), "r")
+        return segment
+
+    @classmethod
+    def open(cls, directory: Path, index: int, completed: int, board: Board | None = None) -> "Segment":
+        """A segment on disk as it was when `completed` levels had ended: rebuilt from the keys of
+        those levels (the slots later ones filled may lie on the probe paths of earlier keys)."""
+        segment = cls.load(directory, index, board)
+        segment.rebuild(len(segment.fps), keep_below=completed)  # into new files, renamed over the old ones once written
         segment.share()
         return segment
 
@@ -272,6 +335,21 @@ class Table:
         """Make what the completed levels wrote durable: the mapped tables' pages on disk."""
         for table in self.segments:
             table.flush()
+
+    def digests(self, completed: int) -> list[str]:
+        """Each segment's digest after `completed` levels (its current table: another process may have grown it)."""
+        for table in self.segments:
+            table.sync()
+        return [table.digest(completed) for table in self.segments]
+
+    @staticmethod
+    def verify(directory: Path, completed: int, digests: list[str]) -> None:
+        """The table on disk holds the keys it held when `completed` levels had ended, as `digests` (digests()) say: else Damaged."""
+        for index, expected in enumerate(digests):
+            segment = Segment.load(Path(directory), index)
+            if segment.digest(completed) != expected:
+                fps, levels = Path(segment.fps.filename), Path(segment.levels.filename)
+                raise Damaged(fps, f"it, or {levels.name} beside it, holds fingerprints or levels other than those the checkpoint recorded")
 
     @classmethod
     def open(cls, directory: Path, completed: int, board: Board | None = None) -> "Table":

@@ -4,24 +4,23 @@ In memory (the default) the fingerprint table and the levels' states are in RAM 
 links go to a temporary directory (scratch_directory: one a search killed before it could remove
 it is removed by the next search). With a directory (`check --state-dir`), everything is there: the
 table mapped from a file, each level's states in a file, the parts log, and after every level a
-checkpoint (search.json) naming the levels completed, so `check --resume` continues from the last
-completed level. A level's builder offers candidates to the table in batches and keeps the new ones.
+checkpoint (search.json) naming the levels completed and vouching for the files a resume reads
+(conformance.explore.kept), so `check --resume` continues from the last completed level, once they
+all verify. A level's builder offers candidates to the table in batches and keeps the new ones.
 """
 
-import contextlib
 import os
 import shutil
 import tempfile
 from array import array
-from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 import numpy as np
 
 from conformance.explore.frontier import Level, PartsLog
+from conformance.explore.kept import SEARCH_FILE, Damaged, ResumeError, checksum, digest, verify
 from conformance.explore.visited import Table, Visited
-from model.config import ConfigError
 from spec.trace import write_bytes_atomically
 
 # Candidates a search offers the fingerprint table at a time, all its processes together: large
@@ -29,6 +28,7 @@ from spec.trace import write_bytes_atomically
 # 2**19, 2**16 15 % slower), and shared among workers so that memory a state stays the same.
 BATCH = 1 << 20
 CHECKPOINT = "search.json"
+PARTS = "parts.bin"  # appended to after a checkpoint, by the level under way
 SCRATCH_PREFIX = "kraftcheck-search-"  # then the process id of the search, a dash, tempfile's letters
 
 
@@ -63,10 +63,17 @@ class Checkpoint(msgspec.Struct):
     seconds: float  # searching time so far, over every run of it
     findings: list[tuple[int, int, str, str]]  # (depth, fingerprint, property, detail)
     workers: int = 1
+    # What a resume reads, as it was then (see Manifest): each file's size and checksum by its
+    # path in the directory, and each table segment's digest (Table.digests).
+    files: dict[str, tuple[int, str]] = msgspec.field(default_factory=dict)
+    seen: list[str] = msgspec.field(default_factory=list)
 
 
-class ResumeError(ConfigError):
-    """A directory that holds no search to resume, or not as asked (a user's error, like a bad bound)."""
+class Sealed(msgspec.Struct):
+    """The checkpoint file: the checkpoint's JSON as written, and its checksum, so that no byte of it is taken on trust."""
+
+    checkpoint: msgspec.Raw
+    blake2b: str
 
 
 class Workspace:
@@ -81,7 +88,7 @@ class Workspace:
         self._temporary = None if directory is not None else scratch_directory()
         self.directory = Path(directory) if directory is not None else Path(self._temporary.name)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.parts = PartsLog(self.directory / "parts.bin", system) if self.on_disk else None
+        self.parts = PartsLog(self.directory / PARTS, system) if self.on_disk else None
         self.visited: Visited | None = None
 
     def start(self) -> None:
@@ -97,23 +104,19 @@ class Workspace:
     def builder(self, depth: int, batch: int = BATCH) -> "Builder":
         return Builder(self.system, self.visited, self.level(depth), depth, batch)
 
-    def save(self, checkpoint: Checkpoint | None = None) -> None:
-        """After a completed level: the table's pages on disk, then the checkpoint naming it (a
-        shard's is its coordinator's to write)."""
+    def save(self) -> None:
+        """After a completed level: the table's pages on disk, before a checkpoint vouches for them."""
         if self.on_disk:
             self.visited.checkpoint()
-            if checkpoint is not None:
-                write_checkpoint(self.directory, checkpoint)
 
     def resume(self, completed: int) -> Level:
-        """Back to the moment `completed` levels had ended: the table rolled back, later files gone;
-        the frontier (the last completed level) to expand. Damaged files are a ResumeError."""
-        with resuming(self.directory):
-            self.visited = Visited.open(self.directory, completed, self.table, self.first)
-            for path in self.directory.glob("states-*.bin"):
-                if int(path.stem.split("-")[1]) >= completed:
-                    path.unlink()
-            return Level.reopen(self.system, self._states_path(completed - 1))
+        """Back to the moment `completed` levels had ended (its files verified: see verified()):
+        the table rolled back, later files gone; the frontier (the last completed level) to expand."""
+        self.visited = Visited.open(self.directory, completed, self.table, self.first)
+        for path in self.directory.glob("states-*.bin"):
+            if int(path.stem.split("-")[1]) >= completed:
+                path.unlink()
+        return Level.reopen(self.system, self._states_path(completed - 1))
 
     def close(self) -> None:
         if self.parts is not None:
@@ -122,27 +125,66 @@ class Workspace:
             self._temporary.cleanup()
 
 
-@contextlib.contextmanager
-def resuming(directory: Path) -> Iterator[None]:
-    """Files of a kept search being read back: a missing or damaged one is a ResumeError."""
-    try:
-        yield
-    except (OSError, ValueError, KeyError, msgspec.DecodeError) as error:
-        raise ResumeError(f"{directory}: cannot resume the search kept there, a file is missing or damaged: {error}") from None
+class Manifest:
+    """The files of a search kept in `directory` that a checkpoint vouches for: in each of its
+    places (the directory, or its workers' subdirectories) the parent links of every completed
+    level, the frontier's states and the parts log; check.json; the table's segments by digest.
+    Checksummed as each level ends; a file that never changes once written only the first time."""
+
+    def __init__(self, directory: Path, places: list[str], known: dict[str, tuple[int, str]]) -> None:
+        """`known`: the files of the checkpoint a resume began from, verified."""
+        self.directory, self.places, self.files = Path(directory), places, dict(known)
+
+    def seal(self, checkpoint: Checkpoint, table: Table) -> None:
+        """Write `checkpoint` (its levels' files complete and durable) with the files it vouches for."""
+        completed = checkpoint.completed
+        names = [SEARCH_FILE] if (self.directory / SEARCH_FILE).exists() else []
+        for place in self.places:
+            names += [str(Path(place, f"parents-{level}.npy")) for level in range(completed)]
+            names += [str(Path(place, f"states-{completed - 1}.bin")), str(Path(place, PARTS))]
+        self.files = {name: self.files[name] if name in self.files and Path(name).name != PARTS else self._entry(name) for name in names}
+        sealed = msgspec.structs.replace(checkpoint, files=self.files, seen=table.digests(completed))
+        write_checkpoint(self.directory, sealed)
+
+    def _entry(self, name: str) -> tuple[int, str]:
+        size = (self.directory / name).stat().st_size
+        return size, digest(self.directory / name, size)
 
 
 def write_checkpoint(directory: Path, checkpoint: Checkpoint) -> None:
-    write_bytes_atomically(Path(directory) / CHECKPOINT, msgspec.json.encode(checkpoint))
+    body = msgspec.json.encode(checkpoint)
+    write_bytes_atomically(Path(directory) / CHECKPOINT, msgspec.json.encode(Sealed(msgspec.Raw(body), checksum(body))))
 
 
 def read_checkpoint(directory: Path) -> Checkpoint:
+    """The checkpoint as written, else Damaged (the files it vouches for are verified() apart)."""
     path = Path(directory) / CHECKPOINT
     try:
-        return msgspec.json.decode(path.read_bytes(), type=Checkpoint)
+        sealed = msgspec.json.decode(path.read_bytes(), type=Sealed)
     except FileNotFoundError:
         raise ResumeError(f"{directory}: no search to resume (no {CHECKPOINT}: the search never completed its first level there)") from None
-    except (OSError, msgspec.DecodeError) as error:
-        raise ResumeError(f"{path}: unreadable checkpoint: {error}") from None
+    except OSError as error:
+        raise Damaged(path, error.strerror or str(error)) from None
+    except msgspec.DecodeError as error:
+        raise Damaged(path, str(error)) from None
+    body = bytes(sealed.checkpoint)
+    if checksum(body) != sealed.blake2b:
+        raise Damaged(path, "its checksum is not the one written with it")
+    return msgspec.json.decode(body, type=Checkpoint)
+
+
+def verified(directory: Path) -> Checkpoint:
+    """The checkpoint of the search kept in `directory`, once every file it vouches for verifies
+    (else Damaged), with the parts logs cut back to what it recorded (a level under way when the
+    search was killed may have appended to them): what a resume may then read."""
+    saved = read_checkpoint(directory)
+    for name, (size, recorded) in saved.files.items():
+        verify(directory, name, size, recorded, growing=Path(name).name == PARTS)
+    Table.verify(directory, saved.completed, saved.seen)
+    for name, (size, _recorded) in saved.files.items():
+        if Path(name).name == PARTS:
+            os.truncate(Path(directory) / name, size)
+    return saved
 
 
 class Builder:
