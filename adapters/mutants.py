@@ -171,6 +171,20 @@ def observers_as_voters(config: NodeConfig, state: NodeState, event: Event) -> I
     return replace(config, voters=config.replicas, observers=()), state, event
 
 
+def fence_newer_epoch(config: NodeConfig, state: NodeState, event: Event, transition: Transition) -> Transition:
+    """A leader's UNKNOWN_LEADER_EPOCH answer to a Fetch of a newer epoch says FENCED_LEADER_EPOCH instead."""
+    if state.role != Role.LEADER or event.message.CurrentLeaderEpoch <= state.epoch:
+        return transition
+
+    def fenced(output: object) -> object:
+        message = getattr(output, "message", None)
+        if type(message) is FetchResponse and message.PartitionErrorCode == errors.UNKNOWN_LEADER_EPOCH:
+            return replace(output, message=replace(message, PartitionErrorCode=errors.FENCED_LEADER_EPOCH))
+        return output
+
+    return transition._replace(outputs=tuple(fenced(output) for output in transition.outputs))
+
+
 def unbounded_high_watermark(config: NodeConfig, state: NodeState, event: Event, transition: Transition) -> Transition:
     """Where the reference applies HW-4, the response's HighWatermark is taken as it is."""
     if "HW-4" not in transition.rules:
@@ -286,6 +300,11 @@ MUTANTS: dict[str, Mutant] = _catalogue(
         "fetch-stale-epoch-served",
         "a leader serves a Fetch whose CurrentLeaderEpoch is older than its epoch instead of answering FENCED_LEADER_EPOCH (FETCH-REQ-2A)",
         before(FetchRequest, serve_stale_epoch),
+    ),
+    Mutant(
+        "fetch-newer-epoch-fenced",
+        "a leader answers a Fetch whose CurrentLeaderEpoch is newer than its own FENCED_LEADER_EPOCH, as if the fetcher were the stale one, instead of UNKNOWN_LEADER_EPOCH (FETCH-REQ-2B)",
+        after(FetchRequest, fence_newer_epoch),
     ),
     Mutant(
         "fetch-no-diverging-epoch",

@@ -176,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--out", required=True, help="the corpus directory to write: new, empty, or an earlier corpus (only the files its manifest lists are replaced)")
     gen.add_argument("--max-states", type=int, default=150_000, help="cluster states each search may visit (default 150000)")
     gen.add_argument("--walks", type=int, default=8, help="seeded random walks per configuration, each projected on every node (default 8)")
+    gen.add_argument(
+        "--aimed-walks", type=int, default=32, help="further walks per configuration, kept only up to where they reach a rule and outcome with fewer than 3 traces (default 32)"
+    )
     gen.add_argument("--walk-steps", type=int, default=250, help="cluster steps per random walk (default 250)")
     gen.add_argument("--seed", type=int, default=0, help="first random-walk seed (default 0)")
     gen.add_argument("--profile", help=f"generate the corpus of another model profile ({', '.join(sorted(PROFILES))}): the KRaft searches only, under it")

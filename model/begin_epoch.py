@@ -4,7 +4,7 @@ from model.config import NodeConfig
 from model.events import Response, Send
 from model.messages import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import as_sent, Transition, awaits, become_follower, observe_leader, replace, shut_down
+from model.transitions import as_sent, Transition, awaits, become_follower, dropped, observe_leader, replace, shut_down
 from model.validity import ahead_of_epoch_check, begin_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
@@ -40,7 +40,7 @@ def handle_begin_request(config: NodeConfig, state: NodeState, source: int, requ
 
 def handle_begin_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: BeginQuorumEpochResponse = event.message
-    if config.options.stale_responses_ignored and not awaits(state, Role.LEADER, event.request.LeaderEpoch):
+    if config.options.stale_responses_ignored and dropped(config, state, awaits(state, Role.LEADER, event.request.LeaderEpoch)):
         return Transition(state, (), ("COMMON-3",))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         return Transition(state, (), ("COMMON-3",))

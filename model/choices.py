@@ -150,6 +150,17 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "named in it; following it is the Raft summary's rule for any response",
         ),
         ChoicePoint(
+            "COMMON-3B",
+            "a node that drops responses it no longer awaits (Options.stale_responses_ignored), answered after a restart or a change of "
+            "role in its epoch: which of two identical requests the response answers",
+            ("latest", "earlier"),
+            "a request sent again after a restart or a change of role can be identical to one sent before it, and a response carries no "
+            "more than the request it answers; an implementation that forgets its requests on every change of state (Kafka: "
+            "RequestManager.resetAll) drops the answer to the earlier one",
+            EACH_TIME,
+            "COMMON-3",
+        ),
+        ChoicePoint(
             "FETCH-RESP-3",
             "a Fetch response of the node's epoch that answers another Fetch than the one in flight",
             ("ignore", "apply", "take-as-answer"),

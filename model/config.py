@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from model.choices import Choices, Picks
+from model.choices import Choices, Picks, alternatives, with_picks
 
 
 class ConfigError(ValueError):
@@ -207,7 +207,8 @@ class Pin(NamedTuple):
 # beginQuorumEpochTimer, half the fetch timeout, may or may not have fired when a request times
 # out), ELECT-6 in 3.9 (binaryExponentialElectionBackoffMs: a random backoff, 0 included);
 # END-REQ-3, VOTE-REQ-4A, VOTE-REQ-4C, VOTER-ONLY-1B and BOOT-1B are never consulted under these
-# profiles (conflicting_leader_fatal, voter_set_unchecked, unattached_discovery). COMMON-3 stays open too: Kafka follows what a Vote response names
+# profiles (conflicting_leader_fatal, voter_set_unchecked, unattached_discovery). COMMON-3B is not
+# Kafka's choice but the wire's: which of two identical requests a response answers. COMMON-3 stays open too: Kafka follows what a Vote response names
 # (maybeHandleCommonResponse runs before handleVoteResponse looks at the role), but the Fetch an
 # unattached voter then sends waits for a ready connection (RequestManager.isReady), so at that
 # step its outputs are the candidate-only reading's.
@@ -347,3 +348,23 @@ def validate_members(voters: tuple[int, ...], observers: tuple[int, ...]) -> Non
     duplicates = sorted({n for n in members if members.count(n) > 1})
     if duplicates:
         raise ConfigError(f"duplicate node ids {duplicates} (a node is either one voter or one observer)")
+
+
+SETTINGS = ("fetch_max_records",)  # options a trace's setting fixes (ClusterConfig.fetch_max_records): no reading of a profile
+
+
+def other_readings(config: NodeConfig) -> dict[str, NodeConfig]:
+    """How an implementation of the node's profile could read it otherwise, by name: each option in
+    which the profile departs from the KIP's reading (Options()) set back alone ("option NAME
+    flipped"), and each alternative its release does not take at a point it pins ("POINT=ALT").
+    A corpus of the profile has power only if each of them fails some of its traces."""
+    kip, found = Options(), {}
+    for field in Options.__struct_fields__:
+        value = getattr(kip, field)
+        if field not in SETTINGS and getattr(config.options, field) != value:
+            found[f"option {field} flipped"] = msgspec.structs.replace(config, options=msgspec.structs.replace(config.options, **{field: value}))
+    for point, pinned_to in config.choices.picks:
+        for other in alternatives(point, config.voters, config.node_id):
+            if other != pinned_to:
+                found[f"{point}={other}"] = msgspec.structs.replace(config, choices=with_picks(config.choices, ((point, other),)))
+    return found

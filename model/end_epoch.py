@@ -4,7 +4,7 @@ from model.config import NodeConfig
 from model.events import Response, Send, SetTimer, TimerKind
 from model.messages import EndQuorumEpochRequest, EndQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import as_sent, NO_OUTPUTS, Transition, awaits, become_follower, enter_role, observe_leader, replace, shut_down, stand, standing_rules
+from model.transitions import as_sent, NO_OUTPUTS, Transition, awaits, become_follower, dropped, enter_role, observe_leader, replace, shut_down, stand, standing_rules
 from model.validity import ahead_of_epoch_check, end_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
@@ -91,7 +91,7 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
 
 def handle_end_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: EndQuorumEpochResponse = event.message
-    if config.options.stale_responses_ignored and not awaits(state, Role.RESIGNED, event.request.LeaderEpoch):
+    if config.options.stale_responses_ignored and dropped(config, state, awaits(state, Role.RESIGNED, event.request.LeaderEpoch)):
         return Transition(state, NO_OUTPUTS, ("COMMON-3",))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         return Transition(state, NO_OUTPUTS, ("COMMON-3",))

@@ -11,6 +11,7 @@ from model.transitions import (
     Transition,
     advance_high_watermark,
     become_unattached,
+    dropped,
     observe_leader,
     replace,
     send_fetch,
@@ -92,7 +93,7 @@ def epoch_check(config: NodeConfig, state: NodeState, current_leader_epoch: int)
 
 def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     response: FetchResponse = event.message
-    if config.options.stale_responses_ignored and event.request != state.fetching:
+    if config.options.stale_responses_ignored and dropped(config, state, event.request == state.fetching):
         return Transition(state, NO_OUTPUTS, ("COMMON-3",))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID and not config.options.cluster_id_conflict_fatal:
         retrying, outputs = send_fetch(config, state, any_voter=config.options.stalled_fetch_any_voter)

@@ -80,6 +80,16 @@ def unknown_or_zero(config: NodeConfig) -> int:
 
 def step(config: NodeConfig, state: NodeState, event: Event) -> Transition:
     """Apply one event to one node."""
+    transition = handle(config, state, event)
+    if not config.options.stale_responses_ignored:
+        return transition
+    after = transition.state
+    returned = after.epoch == state.epoch and (state.returned or after.role != state.role or isinstance(event, Restart))
+    return transition if after.returned == returned else Transition(replace(after, returned=returned), transition.outputs, transition.rules)
+
+
+def handle(config: NodeConfig, state: NodeState, event: Event) -> Transition:
+    """The event at its handler."""
     if state.role == Role.DOWN and not isinstance(event, Restart):
         return Transition(state, NO_OUTPUTS, UNCHANGED)
     kind = type(event)

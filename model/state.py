@@ -45,6 +45,9 @@ class NodeState(msgspec.Struct, frozen=True, kw_only=True):
     # Observer: its fetch timer expired and no Fetch has succeeded since, so it fetches from any
     # voter and its fetch timer is not armed (Options.stalled_fetch_any_voter).
     fetch_stalled: bool = False
+    # Options.stale_responses_ignored: the node restarted or changed role since its epoch began, so
+    # a request it sends may repeat one sent before, whose answer it drops (COMMON-3B).
+    returned: bool = False
 
     @property
     def role_name(self) -> str:

@@ -62,6 +62,15 @@ def awaits(state: NodeState, role: Role, epoch: int) -> bool:
     return state.role == role and state.epoch == epoch
 
 
+def dropped(config: NodeConfig, state: NodeState, awaited: bool) -> bool:
+    """Options.stale_responses_ignored: a response is dropped unless it answers a request still
+    awaited; after a restart or a change of role in the epoch (NodeState.returned) an awaited-looking
+    one may answer an identical request of the earlier stay, which the node forgot (COMMON-3B)."""
+    if not awaited:
+        return True
+    return state.returned and config.choices.pick("COMMON-3B") == "earlier"
+
+
 def shut_down(state: NodeState, reason: str, rules: tuple[str, ...], sent: tuple[Output, ...] = NO_OUTPUTS) -> Transition:
     """A fatal error: the node stops, its volatile state gone, after sending `sent`, and says why."""
     return Transition(enter_role(state, Role.DOWN, high_watermark=0), sent + (Shutdown(reason=reason),), rules)

@@ -12,6 +12,7 @@ from model.transitions import (
     become_candidate,
     become_leader,
     become_unattached,
+    dropped,
     election_timer,
     last_record_offset,
     lose_pre_vote,
@@ -106,7 +107,7 @@ def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) 
     request: VoteRequest = event.request
     nominee = state.role == (Role.PROSPECTIVE if request.PreVote else Role.CANDIDATE)
     asked = awaits(state, Role.PROSPECTIVE if request.PreVote else Role.CANDIDATE, request.CandidateEpoch)  # the election (or pre-vote) now running asked this
-    if config.options.stale_responses_ignored and (not asked or event.source in state.granted | state.refused):
+    if config.options.stale_responses_ignored and dropped(config, state, asked and event.source not in state.granted | state.refused):
         # A voter that has answered this election has no request of it in flight any more (one per voter), so a second answer is dropped too.
         return Transition(state, (), ("COMMON-3",))
     if response.ErrorCode == errors.UNSUPPORTED_VERSION and asked and request.PreVote:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from model.config import FAULTY_PROFILES, PROFILES, ClusterConfig, ConfigError, NodeConfig, Options, Timing, profile
+from model.config import FAULTY_PROFILES, PINS, PROFILES, ClusterConfig, ConfigError, NodeConfig, Options, Timing, other_readings, profile
 
 
 def test_config_error_is_a_value_error():
@@ -156,3 +156,19 @@ def test_each_profile_switches_exactly_its_options(name):
     assert changed == EXPECTED_PROFILES[name]
     assert (PROFILES | FAULTY_PROFILES)[name] == options
     assert ClusterConfig(voters=(1, 2, 3), observers=(4,), profile=name).node(4).options == options
+
+
+def test_other_readings_set_back_one_option_or_take_another_pinned_alternative():
+    """A profile's other readings: each of its own switches set back to the KIP's alone, and each
+    alternative its pins exclude; the KIP's profile has none, and a Fetch record limit is a setting."""
+    assert other_readings(ClusterConfig(voters=(1, 2, 3), fetch_max_records=1).node(1)) == {}
+    node = ClusterConfig(voters=(1, 2, 3), profile="kafka-4.3", fetch_max_records=1).node(1)
+    readings = other_readings(node)
+    flipped = {name.removeprefix("option ").removesuffix(" flipped") for name in readings if name.startswith("option ")}
+    assert flipped == set(EXPECTED_PROFILES["kafka-4.3"])
+    pre_vote_off = readings["option pre_vote flipped"]
+    assert not pre_vote_off.options.pre_vote and pre_vote_off.options.fetch_max_records == 1 and pre_vote_off.choices == node.choices
+    picked = {name for name in readings if "=" in name}
+    assert {name.split("=")[0] for name in picked} == set(PINS["kafka-4.3"])
+    assert "FETCH-REQ-5=leadership-first" in picked and "FETCH-REQ-5=epoch-first" not in picked
+    assert readings["ELECT-6=at-once"].choices.pick("ELECT-6") == "at-once"

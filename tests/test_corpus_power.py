@@ -1,32 +1,88 @@
 """Every shipped corpus has measured power: each seeded bug that applies to it (a KRaft mutant to
-a KRaft corpus, an ISR one to a corpus with ISR traces) departs on at least
-MIN_CATCHING_TRACES of its traces that every allowed reading of the specification conforms to.
+a KRaft corpus, an ISR one to a corpus with ISR traces), and under a Kafka profile each of the
+profile's other readings (an option set back to the KIP's, a pinned point's other alternative),
+departs on at least MIN_CATCHING_TRACES of its traces that every allowed reading of the
+specification conforms to; a reading no trace can fail is named, with why, and checked.
 
 Where a corpus still falls short, the shortfall is named here, so that closing it, or a new one
 opening, fails this test and is looked at."""
 
+import json
+from functools import cache
+
 import pytest
 
 from adapters.mutants import MUTANTS
-from conformance.certify.mutation import MIN_CATCHING_TRACES, mutation_scores
+from conformance.certify.mutation import MIN_CATCHING_TRACES, UNOBSERVABLE, MutantScore, mutation_scores, profile_readings
+from conformance.certify.replay import CONFORMS, NOT_APPLICABLE, replay
+from conformance.certify.precision import load_corpus
 from conformance.corpus.generate import shipped_corpora
+from conformance.corpus.manifest import MANIFEST
+from model.config import PROFILES
 from spec import trace as traces
 
-# Known shortfalls, by corpus profile: kafka-4.3's searches reach no diverging logs (pre-votes make
-# the path to a second leader of a later epoch longer than the corpus-diverge search's budget),
-# so its truncation mutants are caught by fewer than three traces.
+# Known shortfalls, by corpus profile: what departs on fewer than three traces.
 SHORT = {
     "kip595": set(),
     "kafka-3.9": set(),
-    "kafka-4.3": {"fetch-no-diverging-epoch", "fetch-diverging-below", "truncate-by-offset-only"},
+    "kafka-4.3": set(),
 }
 
 
+def coverage(profile: str) -> list[dict]:
+    """The manifest's coverage rows: each cell and the trace chosen for it."""
+    return json.loads((shipped_corpora()[profile] / MANIFEST).read_text())["coverage"]
+
+
+@cache
+def scores(profile: str) -> dict[str, MutantScore]:
+    return {score.name: score for score in mutation_scores(shipped_corpora()[profile])}
+
+
 @pytest.mark.parametrize("profile", sorted(SHORT))
-def test_every_applicable_mutant_is_caught_by_at_least_three_traces(profile):
+def test_every_applicable_mutant_and_reading_is_caught_by_at_least_three_traces(profile):
     corpus = shipped_corpora()[profile]
     systems = {traces.read_header(path).system for path in corpus.glob("*.jsonl")}
-    scores = {score.name: score.failed for score in mutation_scores(corpus)}
     applicable = {name for name, mutant in MUTANTS.items() if mutant.system in systems}
-    short = {name for name in applicable if scores[name] < MIN_CATCHING_TRACES}
-    assert short == SHORT[profile], {name: scores[name] for name in short ^ SHORT[profile]}
+    applicable |= {name for name, _, _ in profile_readings(profile) if name not in UNOBSERVABLE.get(profile, {})}
+    found = scores(profile)
+    short = {name for name in applicable if found[name].failed < MIN_CATCHING_TRACES}
+    assert short == SHORT[profile], {name: found[name].failed for name in short ^ SHORT[profile]}
+
+
+@pytest.mark.parametrize("profile", sorted(UNOBSERVABLE))
+def test_an_unobservable_reading_conforms_to_every_trace_and_departs_nowhere_the_corpus_looked(profile):
+    """Replayed, it conforms to every trace of the corpus; and no step of the corpus's searches or
+    walks, where each reading was tried (conformance/corpus/cells.py), found it departing."""
+    corpus = shipped_corpora()[profile]
+    loaded = load_corpus(sorted(corpus.glob("*.jsonl")))
+    cells = {row["cell"].split(" #")[0] for row in coverage(profile)}
+    adapters = {name: adapter for name, _, adapter in profile_readings(profile)}
+    for name in UNOBSERVABLE[profile]:
+        verdicts = {replay(adapters[name], trace, str(path)).verdict for path, trace in loaded}
+        assert verdicts <= {CONFORMS, NOT_APPLICABLE}, name
+        assert f"reading {name} departs" not in cells
+
+
+def test_what_makes_a_reading_unobservable_holds_in_its_profile():
+    """The options each reason in UNOBSERVABLE rests on."""
+    for name in ("kafka-3.9", "kafka-4.3"):
+        options = PROFILES[name]
+        assert options.stale_responses_ignored and options.voter_set_unchecked  # FETCH-RESP-3=apply and take-as-answer, VOTER-ONLY-1=reject, COMMON-4B=invalid-request
+        assert options.discovery_includes_self and options.unattached_discovery  # OBS-2 ranges over every voter
+    later = PROFILES["kafka-4.3"]
+    assert not later.observer_fetch_timeout  # stalled_fetch_any_voter, observer_fetch_timeout
+    assert later.pre_vote  # END-REQ-5=after-standing
+
+
+@pytest.mark.parametrize("profile", sorted(SHORT))
+def test_truncation_restarts_with_a_vote_and_a_stale_leader_have_dedicated_traces(profile):
+    families: dict[str, set[str]] = {}
+    for row in coverage(profile):
+        if " #" in row["cell"]:
+            families.setdefault(row["cell"].split(" #")[0], set()).add(row["trace"])
+    wanted = [f for f in families if f.startswith(("rule K101-3 | NONE:diverging", "rule FETCH-RESP-2 | NONE:diverging"))]
+    wanted += [f for f in families if f.startswith("rule QSTATE-4 | file:") and "vote" in f]
+    wanted += ["rule FETCH-REQ-2B | UNKNOWN_LEADER_EPOCH | stale leader"]
+    assert len(wanted) >= 4
+    assert {f: len(families.get(f, ())) for f in wanted if len(families.get(f, ())) < 3} == {}

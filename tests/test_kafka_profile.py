@@ -14,7 +14,7 @@ from model import node as nodes
 from model.choices import allowed_transitions
 from model.config import ClusterConfig
 from model.events import Request, Resign, Response, Restart, Send, SetTimer, Shutdown, TimerKind
-from model.messages import BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, EpochEndOffset, FetchRequest, FetchResponse, LeaderChangeMessage, LeaderIdAndEpoch, Record, VoteRequest, VoteResponse
+from model.messages import BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, EndQuorumEpochResponse, EpochEndOffset, FetchRequest, FetchResponse, LeaderChangeMessage, LeaderIdAndEpoch, Record, VoteRequest, VoteResponse
 from model.state import NodeState, Role
 from spec import errors
 from spec import trace as traces
@@ -354,3 +354,20 @@ def test_a_kafka_replica_takes_a_diverging_answer_of_the_leader_it_discovers():
     taken = nodes.step(config("kafka-3.9"), unattached, Response(source=2, message=answer, request=unattached.fetching))
     assert (taken.state.role, taken.state.leader_id, len(taken.state.log)) == (Role.FOLLOWER, 3, 1)
     assert (3, fetch(1, epoch=2, offset=1, last_epoch=1)) in sends(taken)
+
+
+def test_after_a_restart_a_response_may_answer_the_identical_request_sent_before_it():
+    """COMMON-3B: a resigned leader restarts resigned and sends its EndQuorumEpoch again; a response
+    cannot say which sending it answers, and Kafka, which forgets its requests on restarting, drops
+    the answer to the first. Before any restart the same response is handled, and only so."""
+    kafka = config("kafka-4.3")
+    leader_file = NodeState(role=Role.DOWN, epoch=2, leader_id=1, voted_id=1)
+    resigned = nodes.step(kafka, leader_file, Restart()).state
+    assert (resigned.role, resigned.returned) == (Role.RESIGNED, True)
+    request = EndQuorumEpochRequest(ClusterId="kraft-cluster", ReplicaId=1, LeaderId=1, LeaderEpoch=2, PreferredSuccessors=())
+    fenced = Response(source=3, message=EndQuorumEpochResponse(PartitionErrorCode=errors.FENCED_LEADER_EPOCH, LeaderId=2, LeaderEpoch=3), request=request)
+    found = {dict(o.picks).get("COMMON-3B"): o.transition for o in allowed_transitions(nodes.step, kafka, resigned, fenced) if dict(o.picks).get("OBS-2", "every-voter") == "every-voter"}
+    assert found["earlier"].state == resigned and found["earlier"].outputs == ()
+    assert (found["latest"].state.role, found["latest"].state.leader_id) == (Role.FOLLOWER, 2) and [d for d, _ in sends(found["latest"])] == [2]
+    first_stay = msgspec.structs.replace(resigned, returned=False)
+    assert {dict(o.picks).get("COMMON-3B") for o in allowed_transitions(nodes.step, kafka, first_stay, fenced)} == {None}

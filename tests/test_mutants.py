@@ -245,6 +245,13 @@ CASES: dict[str, Case] = {
         Seen(Outputs(response=fetch_answer(1, 3, 0, error=errors.FENCED_LEADER_EPOCH)), LEADER_3),
         Seen(Outputs(response=fetch_answer(1, 3, 0, log=LOG_1_1_3[2:])), LEADER_3),
     ),
+    "fetch-newer-epoch-fenced": Case(
+        C,
+        leader(C, 3, LOG_1_1_3),
+        Request(source=2, message=fetch(2, 4, LOG_1_1_3)),
+        Seen(Outputs(response=fetch_answer(1, 3, 0, error=errors.UNKNOWN_LEADER_EPOCH)), LEADER_3),
+        Seen(Outputs(response=fetch_answer(1, 3, 0, error=errors.FENCED_LEADER_EPOCH)), LEADER_3),
+    ),
     "fetch-no-diverging-epoch": Case(
         C,
         leader(C, 3, LOG_1_1_3),

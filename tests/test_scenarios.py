@@ -264,8 +264,8 @@ scenario "counterexample-faults-SAFE-2"
 cluster voters=[1, 2] profile="faulty-forget-vote"
 do timer 1 election_timeout
 do crash 1
-do timer 2 election_timeout
 do restart 1
+do timer 2 election_timeout
 do deliver from 2 to 1: VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=2, LastOffset=-1)
   expect violated SAFE-2
 """

@@ -3,18 +3,60 @@
 A mutant counts as caught only by traces it departs from that every allowed reading of the
 specification conforms to (conformance/certify/precision.py): a trace that failed some allowed
 reading too would catch a choice, not a bug.
+
+A corpus of a Kafka profile is scored against that profile's other readings as well
+(model.config.other_readings): each option in which it differs from kip595 set back alone
+("option NAME flipped"), and each alternative its release does not take at a point it pins
+("POINT=ALTERNATIVE"). An implementation of the release that read one of them the other way must
+fail the corpus too.
 """
 
 from pathlib import Path
 
 import msgspec
 
+from adapters.model_adapter import ModelAdapter
 from adapters.mutants import MUTANTS, mutant_adapter
-from conformance.certify.precision import load_corpus, pinned_points, precision_adapters, run_precision
+from adapters.node_models import StepFunction
+from conformance.certify.precision import CORPUS_VOTERS, load_corpus, pinned_points, precision_adapters, run_precision
 from conformance.certify.replay import DEPARTS, replay, trace_files
 from conformance.certify.verdicts import verdicts
+from model import node as nodes
+from model.config import ClusterConfig, NodeConfig, other_readings
+from model.events import Event
+from model.state import NodeState
+from model.transitions import Transition
+from spec.trace import Trace
 
 MIN_CATCHING_TRACES = 3  # a mutant caught by fewer traces is caught by luck more than by design
+BASE_PROFILE = "kip595"  # the KIP's reading: a corpus without KRaft traces is scored as one of it
+
+
+_SHADOWED = {
+    "option discovery_includes_self flipped": "OBS-2 is left open: a fetch to a random voter may go to any voter, the node itself included; "
+    "flipped, the pick ranges over the other voters only, each an outcome the profile allows, so every step of it is accepted",
+    "FETCH-RESP-3=apply": "with stale_responses_ignored a Fetch response other than the one in flight is dropped before FETCH-RESP-3 is consulted "
+    "(fetch.handle_fetch_response), so the pick is never read",
+    "FETCH-RESP-3=take-as-answer": "as for apply: the response is dropped before FETCH-RESP-3 is consulted, so the pick is never read",
+    "COMMON-4B=invalid-request": "with voter_set_unchecked no request is refused for a leader or successor outside the voter set, so every refusal "
+    "by-field is INVALID_REQUEST already: the two readings answer alike",
+    "VOTER-ONLY-1=reject": "with voter_set_unchecked an observer's BeginQuorumEpoch is never checked against VOTER-ONLY-1 (begin_epoch), so the pick is never read",
+}
+# The readings of a profile no node-level trace can fail, and why: on every input, the reading's
+# outputs are among those the profile allows (tests/test_corpus_power.py replays each through the
+# profile's corpus and walks, and checks the reason holds).
+UNOBSERVABLE: dict[str, dict[str, str]] = {
+    "kafka-3.9": _SHADOWED,
+    "kafka-4.3": _SHADOWED
+    | {
+        "option stalled_fetch_any_voter flipped": "with no observer fetch timer (observer_fetch_timeout off) no node is ever fetch_stalled, so the "
+        "option only decides where a follower's timed-out Fetch goes: flipped, to its leader, one of the voters OBS-2 (left open) may pick",
+        "option observer_fetch_timeout flipped": "it is read only where an observer's fetch timer fires, and under the profile no observer arms one "
+        "(node.armed_timers), so no trace has that input; on every other input the readings step alike",
+        "END-REQ-5=after-standing": "with pre_vote the first successor stands as prospective, keeping its epoch and leader, so its answer carries "
+        "the same leader and epoch whether built before or after it stands",
+    },
+}
 
 
 class MutantScore(msgspec.Struct, frozen=True, kw_only=True):
@@ -23,21 +65,57 @@ class MutantScore(msgspec.Struct, frozen=True, kw_only=True):
     failed: int  # traces the mutant departs from that every allowed reading conforms to
     rule: str  # the rule it breaks most consistently: the largest share of its traces failing
     first: str  # where it is first caught: trace and step
+    unobservable: str = ""  # for a reading no trace can fail (UNOBSERVABLE), why
+
+
+def reading_step(name: str) -> StepFunction:
+    """The reference step under one of the node's other readings (model.config.other_readings)."""
+
+    read: dict[NodeConfig, NodeConfig] = {}
+
+    def step(config: NodeConfig, state: NodeState, event: Event) -> Transition:
+        if config not in read:
+            read[config] = other_readings(config)[name]
+        return nodes.step(read[config], state, event)
+
+    return step
+
+
+def profile_readings(profile_name: str) -> list[tuple[str, str, ModelAdapter]]:
+    """A profile's other readings (model.config.other_readings): (row name, what it is, the reference adapter reading it so)."""
+    readings = other_readings(ClusterConfig(voters=CORPUS_VOTERS, profile=profile_name).node(CORPUS_VOTERS[0]))
+    return [(name, f"{profile_name} read with {name}", ModelAdapter(name, {"kraft": reading_step(name)})) for name in readings]
+
+
+def corpus_profile(loaded: list[tuple[Path, Trace]]) -> str:
+    """The model profile a corpus's KRaft traces were generated under (kip595 if it has none)."""
+    profiles = {trace.header.setting.profile for _, trace in loaded if hasattr(trace.header.setting, "profile")}
+    return min(profiles) if len(profiles) == 1 else BASE_PROFILE
 
 
 def mutation_scores(corpus: Path, verify: bool = True) -> list[MutantScore]:
-    """Replay the corpus through every mutant (no reports): which traces catch it, and on which rule."""
+    """Replay the corpus through every mutant, and its profile's other readings (no reports):
+    which traces catch each, and on which rule."""
     loaded = load_corpus(trace_files(corpus, verify))
     _, precise = run_precision(loaded, precision_adapters(combinations=2, random_runs=2, pinned=pinned_points(loaded)))
-    scores = []
-    for mutant in MUTANTS.values():
-        results = [replay(mutant_adapter(mutant.name), trace, str(path)) for path, trace in loaded]
-        failing = [r for r in results if r.verdict == DEPARTS and r.trace in precise]
-        rule, first = "-", "-"
-        if failing:
-            departed = [v for v in verdicts(results) if v.verdict == DEPARTS]
-            rule = max(departed, key=lambda v: v.traces_failed / (v.traces_failed + v.steps_passed)).rule if departed else "-"
-            earliest = min(failing, key=lambda r: (r.divergence.step, r.trace))
-            first = f"{Path(earliest.trace).name} step {earliest.divergence.step}"
-        scores.append(MutantScore(name=mutant.name, description=mutant.description, failed=len(failing), rule=rule, first=first))
-    return scores
+    profile_name = corpus_profile(loaded)
+    mutants = [score(mutant.name, mutant.description, mutant_adapter(mutant.name), loaded, precise) for mutant in MUTANTS.values()]
+    unobservable = UNOBSERVABLE.get(profile_name, {})
+    readings = [
+        msgspec.structs.replace(score(name, description, adapter, loaded, precise), unobservable=unobservable.get(name, ""))
+        for name, description, adapter in profile_readings(profile_name)
+    ]
+    return mutants + readings
+
+
+def score(name: str, description: str, adapter: ModelAdapter, loaded: list[tuple[Path, Trace]], precise: set[str]) -> MutantScore:
+    """One adapter's row: the precise traces it departs from, its most consistently broken rule, and its first catch."""
+    results = [replay(adapter, trace, str(path)) for path, trace in loaded]
+    failing = [r for r in results if r.verdict == DEPARTS and r.trace in precise]
+    rule, first = "-", "-"
+    if failing:
+        departed = [v for v in verdicts(results) if v.verdict == DEPARTS]
+        rule = max(departed, key=lambda v: v.traces_failed / (v.traces_failed + v.steps_passed)).rule if departed else "-"
+        earliest = min(failing, key=lambda r: (r.divergence.step, r.trace))
+        first = f"{Path(earliest.trace).name} step {earliest.divergence.step}"
+    return MutantScore(name=name, description=description, failed=len(failing), rule=rule, first=first)

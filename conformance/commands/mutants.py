@@ -14,15 +14,24 @@ from conformance.corpus.generate import DEFAULT_CORPUS
 
 def run(args: argparse.Namespace) -> int:
     if args.score:
-        scores = mutation_scores(Path(args.corpus) if args.corpus else DEFAULT_CORPUS, verify=args.verify)
+        every = mutation_scores(Path(args.corpus) if args.corpus else DEFAULT_CORPUS, verify=args.verify)
+        scores = [s for s in every if s.name in MUTANTS]
+        readings = [s for s in every if s.name not in MUTANTS]
         caught = sum(s.failed > 0 for s in scores)
         well_caught = sum(s.failed >= MIN_CATCHING_TRACES for s in scores)
+        observable = [s for s in readings if not s.unobservable]
+        readings_caught = sum(s.failed >= MIN_CATCHING_TRACES for s in observable)
         if args.json:
-            print(json.dumps({"mutants": len(scores), "caught": caught, "caught_by_3_or_more": well_caught, "scores": [msgspec.to_builtins(s) for s in scores]}))
+            print(json.dumps({"mutants": len(scores), "caught": caught, "caught_by_3_or_more": well_caught, "scores": [msgspec.to_builtins(s) for s in every]}))
         else:
-            rows = [(s.name, "yes" if s.failed else "NO", s.failed, s.rule, s.first) for s in scores]
-            print(tabulate(rows, headers=("mutant", "caught", "traces failed", "rule it breaks", "first caught at"), tablefmt="simple"))
+            rows = [(s.name, "n/a" if s.unobservable else ("yes" if s.failed else "NO"), s.failed, s.rule, s.first) for s in every]
+            print(tabulate(rows, headers=("mutant or profile reading", "caught", "traces failed", "rule it breaks", "first caught at"), tablefmt="simple"))
             print(f"\nmutation score: {caught}/{len(scores)} ({100 * caught / len(scores):.0f}%); caught by at least {MIN_CATCHING_TRACES} traces: {well_caught}/{len(scores)}")
+            if readings:
+                print(
+                    f"the profile's other readings (an option flipped, a pinned point's other alternative) caught by at least {MIN_CATCHING_TRACES} traces: "
+                    f"{readings_caught}/{len(observable)}; no trace can fail {len(readings) - len(observable)} (n/a: conformance.certify.mutation.UNOBSERVABLE says why)"
+                )
             print("(a trace counts only if every allowed reading of the specification conforms to it: `kraftcheck choices --run`)")
         return 0 if caught == len(scores) else 1
     if args.json:

@@ -33,7 +33,7 @@ def generate_corpus(args: argparse.Namespace) -> int:
     configs = [(name, resolve(name, {"profile": args.profile})) for name in names]
     spark = spark_options(args)
     check_corpus_directory(Path(args.out))
-    options = GenerateOptions(max_states=args.max_states, walks=args.walks, walk_steps=args.walk_steps, seed=args.seed)
+    options = GenerateOptions(max_states=args.max_states, walks=args.walks, aimed_walks=args.aimed_walks, walk_steps=args.walk_steps, seed=args.seed)
     with spark_session(spark) if spark else contextlib.nullcontext() as on_spark:
         corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr, flush=True), spark=on_spark)
     write_corpus(Path(args.out), corpus, manifest)

@@ -2,16 +2,23 @@
 
 A coverage cell is what one node step exercised: input kind | role | epoch relation |
 outcome | rule ID, the outcome being the error code answered (or received) and what the step
-changed.
+changed. Where a seeded bug or another reading of the node's profile would answer otherwise than
+every outcome the specification allows, the step is a cell of that reading too: the corpus is
+aimed at catching each.
 """
 
-from adapters.node_models import NodeModel, model_for, outputs_of
+from functools import cache, partial
+
+from adapters.mutants import MUTANTS
+from adapters.node_models import NodeModel, StepFunction, model_for, outputs_of
 from conformance.explore.kraft_system import request_epoch
-from model.config import NodeConfig
+from model import node as nodes
+from model.config import NodeConfig, other_readings
 from model.events import Request, Response, Restart, Timer
 from model.isr.state import LeaderAndIsr
 from model.messages import REQUEST_TYPES, FetchResponse, OffsetsForLeaderEpochResponse
 from model.state import NodeState
+from model.transitions import Transition
 from model import choices
 from model.choices import allowed_transitions
 from spec import errors
@@ -28,12 +35,18 @@ def dedicated_cell(cell: str) -> str:
     return cell.split(" #")[0]
 
 
+def is_dedicated(cell: str) -> bool:
+    """`rule ID | outcome` cells, and `reading NAME departs` cells (where a seeded bug or another
+    reading of the profile fails the node): searches keep DEDICATED short traces of each."""
+    return cell.startswith(("rule ", "reading "))
+
+
 def note_cells(first: dict[str, object], found: tuple[str, ...], where: object) -> None:
     """A search met `found` cells at `where`: keep the first (shallowest) place of each cell, and
     of each `rule ID | outcome` cell the first CANDIDATES distinct places, as `... #1`, `#2`...
     (generation keeps DEDICATED of them that give distinct traces)."""
     for cell in found:
-        if not cell.startswith("rule "):
+        if not is_dedicated(cell):
             first.setdefault(cell, where)
             continue
         for number in range(1, CANDIDATES + 1):
@@ -122,10 +135,19 @@ def changes(model: NodeModel, before: object, after: object, outputs: Outputs) -
     return ",".join(changed) or "="
 
 
+def stale_leader(model: NodeModel, before: object, event: Input) -> bool:
+    """A leader given a request of a newer epoch: it leads no more and does not know it yet. Its
+    rules and outcomes get dedicated traces of their own, apart from those the rules have at
+    other roles, since a leader answering such a request (a Fetch as fenced, say) is its own bug."""
+    return type(event) is Request and model.role(before) == "leader" and epoch_relation(before.epoch, event) == "newer"
+
+
 def cells(model: NodeModel, config: object, before: object, event: Input) -> tuple[str, ...]:
     """The coverage cells of one node step: one per rule it cites (an ISR replica's start with
-    `isr |`), `rule ID | outcome` for each rule (searches keep DEDICATED shortest traces of those), and one per alternative of a choice point the step tells apart from the default
-    (`choice FETCH-REQ-5=leadership-first | FetchRequest | follower`), the default included."""
+    `isr |`), `rule ID | outcome` for each rule (searches keep DEDICATED shortest traces of those;
+    at a stale leader `rule ID | outcome | stale leader` too), one per alternative of a choice point the step tells apart from the default
+    (`choice FETCH-REQ-5=leadership-first | FetchRequest | follower`), the default included, and
+    `reading NAME departs` for each of readings() that no allowed outcome matches here."""
     default, *others = allowed_transitions(model.step, config, before, event)
     transition = default.transition
     outputs = outputs_of(event, transition)
@@ -135,13 +157,46 @@ def cells(model: NodeModel, config: object, before: object, event: Input) -> tup
     if model.system != "kraft":
         base = f"{model.system} | {base}"
     found = [f"{base} | {rule}" for rule in (transition.rules or ("-",))] + [f"rule {rule} | {answered}" for rule in transition.rules]
+    if stale_leader(model, before, event):
+        found += [f"rule {rule} | {answered} | stale leader" for rule in transition.rules]
     seen = (outputs, model.observe(transition.state))
     for other in others:
         if (outputs_of(event, other.transition), model.observe(other.transition.state)) != seen:
             for name, pick in other.picks:
                 if pick != choices.default(name):
                     found += [f"choice {name}={choices.default(name)} | {where}", f"choice {name}={pick.split(':')[0]} | {where}"]
+    allowed = {seen} | {(outputs_of(event, other.transition), model.observe(other.transition.state)) for other in others}
+    found += [f"reading {name} departs" for name, step in readings(model, config) if (outputs_of(event, t := step(config, before, event)), model.observe(t.state)) not in allowed]
     return tuple(dict.fromkeys(found))
+
+
+@cache
+def readings(model: NodeModel, config: object) -> list[tuple[str, StepFunction]]:
+    """What the corpus must catch at a node of this system: every seeded bug (adapters/mutants.py)
+    and, under a Kafka profile, its other readings (model.config.other_readings), as steps."""
+    found = [(f"mutant {mutant.name}", mutant.step) for mutant in MUTANTS.values() if mutant.system == model.system]
+    if model.system == "kraft":
+        found += [(name, partial(reread, reading)) for name, reading in other_readings(config).items()]
+    return found
+
+
+def reread(reading: NodeConfig, config: NodeConfig, state: NodeState, event: Input) -> Transition:
+    """The reference step of a node read otherwise."""
+    return nodes.step(reading, state, event)
+
+
+def walk_cells(setting: Setting, node: int, inputs: list[Input]) -> list[tuple[int, tuple[str, ...]]]:
+    """The dedicated cells (is_dedicated) each of a node's inputs covers, by its index, where it covers any."""
+    model = model_for(setting)
+    config = model.config(setting, node)
+    state = model.start(config, Persisted())
+    found = []
+    for at, event in enumerate(inputs):
+        families = tuple(cell for cell in cells(model, config, state, event) if is_dedicated(cell))
+        if families:
+            found.append((at, families))
+        state = model.step(config, state, event).state
+    return found
 
 
 def cells_of_last_step(setting: Setting, node: int, built: Trace) -> tuple[str, ...]:

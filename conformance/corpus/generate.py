@@ -3,7 +3,9 @@
 For each configuration, a KRaft cluster's (conformance/corpus/kraft.py) or an ISR partition's
 (conformance/corpus/isr.py), a breadth-first search finds the shortest path to every coverage
 cell (conformance/corpus/cells.py) and projects it onto the node that took the step; seeded random
-walks add long interleavings. Every trace's expected outputs come from the reference model
+walks add long interleavings, and where a walk reaches a rule and outcome the searches gave fewer
+than DEDICATED traces (a search's budget ends before the states deep enough for it), the walk's
+inputs to that node up to there are one more. Every trace's expected outputs come from the reference model
 stepping the projected inputs, and its last step must cover the cells it was chosen for.
 Everything is deterministic: the same configurations and options give the same bytes.
 """
@@ -17,7 +19,7 @@ import msgspec
 
 from conformance.corpus import isr as isr_corpus
 from conformance.corpus import kraft as kraft_corpus
-from conformance.corpus.cells import CANDIDATES, DEDICATED, Setting, cells_of_last_step, dedicated_cell
+from conformance.corpus.cells import CANDIDATES, DEDICATED, Setting, cells_of_last_step, dedicated_cell, walk_cells
 from conformance.corpus.manifest import KIND, MANIFEST, CoverageRow, Explored, GenerateOptions, Manifest, listing
 from conformance.corpus.reference import build_trace
 from conformance.corpus.search import inputs_of, search
@@ -31,7 +33,7 @@ from model.events import Request
 from model.messages import FetchRequest
 from spec.trace import Input, Trace, TraceCluster
 
-CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-observer", "corpus-partial", "corpus-isr")  # what the shipped corpus is generated from
+CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-observer", "corpus-partial", "corpus-restart", "corpus-isr")  # what the shipped corpus is generated from
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "traces"  # the shipped corpus
 DEFAULT_PROFILE = "kip595"  # the profile DEFAULT_CORPUS is generated under; another profile P's shipped corpus is DEFAULT_CORPUS / P
 
@@ -89,10 +91,11 @@ def generate(
         known = {row.cell for row in coverage} | {f"{family} #{n}" for family, kept in dedicated.items() if len(kept) >= DEDICATED for n in range(1, CANDIDATES + 1)}
         make_coverage = partial(isr_corpus.IsrCoverage if system is isr_corpus else kraft_corpus.KraftCoverage, config)
         searching = make_coverage()
+        budget = max(options.max_states, getattr(config, "corpus_max_states", 0))
         if spark is None:
-            searched = search(searching, options.max_states)
+            searched = search(searching, budget)
         else:
-            searched = search_on_spark(spark, make_coverage, searching, options.max_states, progress and (lambda line: progress(f"{name}: {line}")))
+            searched = search_on_spark(spark, make_coverage, searching, budget, progress and (lambda line: progress(f"{name}: {line}")))
         paths = inputs_of(searching, searched, known)
         states, met = searched.states, len(searched.first)
         explored.append(Explored(config=name, bounds=config, states=states, complete=searched.complete, cells=met))
@@ -120,13 +123,27 @@ def generate(
                 raise AssertionError(f"{file_name}: projected trace does not reproduce {missing[0]}")
             corpus[file_name] = built
             coverage.extend(CoverageRow(cell=c, trace=file_name, step=len(built.steps)) for c in covers)
-        for index in range(options.walks):
+        for index in range(options.walks + options.aimed_walks):
             seed = options.seed + index
             for node, inputs in system.walk(config, seed, options.walk_steps).items():
-                if inputs:
+                if inputs and index < options.walks:
                     file_name = f"{name}-walk-{seed:04d}-node{node}.jsonl"
                     origin = f"{name}: random walk, seed {seed}, {options.walk_steps} cluster steps, node {node}'s inputs"
                     corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), node, inputs, origin)
+                for at, families in walk_cells(setting, node, inputs):
+                    prefix = inputs[: at + 1]
+                    identity = (node, msgspec.msgpack.encode(prefix))
+                    covers = []
+                    for family in families:
+                        kept = dedicated.setdefault(family, set())
+                        if len(kept) < DEDICATED and identity not in kept:
+                            kept.add(identity)
+                            covers.append(f"{family} #{len(kept)}")
+                    if covers:
+                        file_name = f"{name}-walk-{seed:04d}-node{node}-step{at + 1:04d}.jsonl"
+                        origin = f"{name}: random walk, seed {seed}, node {node}'s inputs up to a rule and outcome the search gave fewer than {DEDICATED} traces"
+                        corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, prefix), node, prefix, origin, tuple(covers))
+                        coverage.extend(CoverageRow(cell=c, trace=file_name, step=at + 1) for c in covers)
         if progress:
             progress(f"{name}: searched {states:,} states, {met:,} coverage cells ({len(ordered)} new traces), {options.walks} walks")
     rules: dict[str, int] = {}

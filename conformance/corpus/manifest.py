@@ -22,6 +22,7 @@ class GenerateOptions(msgspec.Struct, frozen=True, kw_only=True):
 
     max_states: int = 150_000  # cluster states the search may visit
     walks: int = 8  # seeded random walks per configuration
+    aimed_walks: int = 32  # further walks per configuration, kept only up to the rules and outcomes they give dedicated traces
     walk_steps: int = 250
     seed: int = 0
 

@@ -47,6 +47,7 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     progress_timeouts: bool = True
     symmetry: bool = True
     every_choice: bool = True  # every alternative the specification allows at a node's step; False: the model's default reading only
+    corpus_max_states: int = 0  # the corpus search's budget where the cells it is for lie deeper than `traces generate --max-states` reaches; 0: that budget
 
     def __post_init__(self) -> None:
         check_bound("voters", self.voters, 1, MAX_NODES)
