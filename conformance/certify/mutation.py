@@ -65,7 +65,7 @@ class MutantScore(msgspec.Struct, frozen=True, kw_only=True):
     failed: int  # traces the mutant departs from that every allowed reading conforms to
     rule: str  # the rule it breaks most consistently: the largest share of its traces failing
     first: str  # where it is first caught: trace and step
-    unobservable: str = ""  # for a reading no trace can fail (UNOBSERVABLE), why
+    unobservable: str = ""  # for a mutant or reading no trace of the corpus can fail, why (n/a)
 
 
 def reading_step(name: str) -> StepFunction:
@@ -99,7 +99,13 @@ def mutation_scores(corpus: Path, verify: bool = True) -> list[MutantScore]:
     loaded = load_corpus(trace_files(corpus, verify))
     _, precise = run_precision(loaded, precision_adapters(combinations=2, random_runs=2, pinned=pinned_points(loaded)))
     profile_name = corpus_profile(loaded)
-    mutants = [score(mutant.name, mutant.description, mutant_adapter(mutant.name), loaded, precise) for mutant in MUTANTS.values()]
+    systems = {trace.header.system for _, trace in loaded}
+    mutants = [
+        score(mutant.name, mutant.description, mutant_adapter(mutant.name), loaded, precise)
+        if mutant.system in systems
+        else MutantScore(name=mutant.name, description=mutant.description, failed=0, rule="-", first="-", unobservable=f"it changes {mutant.system} replicas; the corpus has no readable trace of them")
+        for mutant in MUTANTS.values()
+    ]
     unobservable = UNOBSERVABLE.get(profile_name, {})
     readings = [
         msgspec.structs.replace(score(name, description, adapter, loaded, precise), unobservable=unobservable.get(name, ""))
