@@ -36,6 +36,8 @@ def generate_corpus(args: argparse.Namespace) -> int:
     options = GenerateOptions(max_states=args.max_states, walks=args.walks, aimed_walks=args.aimed_walks, walk_steps=args.walk_steps, seed=args.seed)
     with spark_session(spark) if spark else contextlib.nullcontext() as on_spark:
         corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr, flush=True), spark=on_spark)
+    if not manifest.traces:  # an empty corpus certifies anything
+        raise ConfigError(f"these bounds give no trace (--max-states {options.max_states}, --walks {options.walks}, --aimed-walks {options.aimed_walks}): nothing written")
     write_corpus(Path(args.out), corpus, manifest)
     rows = [
         ("configurations", ", ".join(names)),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from conformance.explore.configs import CheckConfig, IsrCheckConfig
+from conformance.explore.configs import CheckConfig, IsrCheckConfig, check_bound
 from spec import trace as traces
 
 MANIFEST = "manifest.json"
@@ -25,6 +25,14 @@ class GenerateOptions(msgspec.Struct, frozen=True, kw_only=True):
     aimed_walks: int = 32  # further walks per configuration, kept only up to the rules and outcomes they give dedicated traces
     walk_steps: int = 250
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Refuse bounds that make an empty corpus look like a generated one (--max-states 0, --walk-steps 0)."""
+        largest = 2**63 - 1  # what a trace's header can hold
+        check_bound("--max-states", self.max_states, 1, largest)
+        for name, value in (("--walks", self.walks), ("--aimed-walks", self.aimed_walks), ("--seed", self.seed)):
+            check_bound(name, value, 0, largest)
+        check_bound("--walk-steps", self.walk_steps, 1, largest)
 
 
 class CoverageRow(msgspec.Struct, frozen=True, kw_only=True):

@@ -68,12 +68,29 @@ SYMMETRY_LIMIT = "symmetry reduction supports at most 6 nodes (voters and observ
         (["certify", "--adapter", "reference", "--jobs", "65"], "--jobs must be between 1 and 64, got 65"),
         (["choices", "--run", "--random", "-1"], "--random must be between 0 and 1000, got -1"),
         (["choices", "--run", "--combinations", "1001"], "--combinations must be between 0 and 1000, got 1001"),
+        # traces generate: an empty corpus, exit 0, would certify anything
+        (["traces", "generate", "--config", "smoke", "--max-states", "-1", "--out", "never-written"], "--max-states must be at least 1, got -1"),
+        (["traces", "generate", "--config", "smoke", "--max-states", "0", "--out", "never-written"], "--max-states must be at least 1, got 0"),
+        (["traces", "generate", "--config", "smoke", "--walks", "-1", "--out", "never-written"], "--walks must not be negative, got -1"),
+        (["traces", "generate", "--config", "smoke", "--aimed-walks", "-1", "--out", "never-written"], "--aimed-walks must not be negative, got -1"),
+        (["traces", "generate", "--config", "smoke", "--walk-steps", "0", "--out", "never-written"], "--walk-steps must be at least 1, got 0"),
+        (["traces", "generate", "--config", "smoke", "--seed", str(2**64), "--out", "never-written"], f"--seed must be at most {2**63 - 1}, got {2**64}"),
     ],
 )
 def test_a_bound_out_of_range_exits_2_naming_the_option_and_its_limit(capsys, argv, message):
     assert cli.main(argv) == 2
     out, err = capsys.readouterr()
     assert (out, err) == ("", f"kraftcheck: invalid configuration: {message}\n")
+
+
+def test_generate_refuses_bounds_that_give_no_trace_and_writes_nothing(capsys, tmp_path):
+    out = tmp_path / "corpus"
+    argv = ["traces", "generate", "--config", "smoke", "--max-states", "1", "--walks", "0", "--aimed-walks", "0", "--out", str(out)]
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err.endswith(
+        "kraftcheck: invalid configuration: these bounds give no trace (--max-states 1, --walks 0, --aimed-walks 0): nothing written\n"
+    )
+    assert not out.exists()
 
 
 def test_ten_voters_with_symmetry_are_refused_at_once(capsys):
