@@ -77,15 +77,52 @@ def changes(node_ids: tuple[int, ...], before: ClusterState, after: ClusterState
 
 
 TEXT_LIMIT = 2000  # characters of outside text (an adapter's error, a differing value) a report keeps
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# Control characters (ANSI colour codes, NULs, lone surrogates) and the bidirectional formatting
+# characters, which reorder what a reader sees (a right-to-left override)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """Every character of `text` shown as itself: the invisible and reordering ones as escapes (\\u202e)."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
 
 
 def readable(text: str, limit: int = TEXT_LIMIT) -> str:
     """Text from outside (an implementation's error, a value it sent) made safe to show and store:
-    control characters (ANSI colour codes, NULs) escaped, and at most `limit` characters kept."""
+    visible, and at most `limit` characters kept."""
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text) - limit:,} more characters)"
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+    return visible(text)
+
+
+_MARKDOWN_INLINE = re.compile(r"[\\`*_\[\]<>&|~]")  # emphasis, code, links, HTML, entities, table cells, strike-through
+_MARKDOWN_LINE_START = re.compile(r"^(\s*)([#+=-]|\d+[.)])")  # a heading, a list item, a rule
+
+
+def markdown_text(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Text as Markdown that renders as exactly that text, on one line (a table cell too): readable,
+    whatever Markdown or HTML could read as syntax backslash-escaped, line breaks as <br>."""
+    escaped = _MARKDOWN_INLINE.sub(lambda m: "\\" + m.group(), readable(text, limit))
+    escaped = _MARKDOWN_LINE_START.sub(lambda m: m.group(1) + (m.group(2)[:-1] + "\\" + m.group(2)[-1]), escaped)
+    return escaped.replace("\n", "<br>")
+
+
+def markdown_code(text: str, in_table: bool = False) -> str:
+    """Text as a Markdown code span, shown verbatim: the fence longer than any run of backticks
+    inside, line breaks as \\n, and in a table cell the cell separator escaped (GFM reads it first)."""
+    shown = readable(text).replace("\n", "\\n")
+    if in_table:
+        shown = shown.replace("|", "\\|")
+    fence = "`" * (1 + max((len(run) for run in re.findall(r"`+", shown)), default=0))
+    padded = f" {shown} " if shown[:1] in (" ", "`") or shown[-1:] in (" ", "`") else shown
+    return f"{fence}{padded}{fence}"
+
+
+def markdown_block(text: str, info: str = "") -> list[str]:
+    """Text as a fenced block of Markdown: shown verbatim, the fence longer than any run of
+    tildes inside, so no line of it can close the block."""
+    fence = "~" * max(4, 1 + max((len(run) for run in re.findall(r"~+", text)), default=0))
+    return [fence + info, visible(text), fence]
 
 
 _NOT_XML = re.compile(r"[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # what XML 1.0 cannot hold

@@ -113,4 +113,4 @@ def test_what_an_implementation_says_it_is_is_in_the_report(tmp_path, capsys):
     code = cli.main(["certify", "--adapter", node, "--corpus", str(SHIPPED[0]), "--out", str(tmp_path / "out"), "--json"])
     summary = json.loads(capsys.readouterr().out)
     assert code == 0 and summary["implementation"] == "Example 1.0\\x1b[31m; RPC versions: Vote v0"
-    assert "Implementation: Example 1.0\\x1b[31m; RPC versions: Vote v0" in (tmp_path / "out" / "report.md").read_text()
+    assert "Implementation: Example 1.0\\\\x1b\\[31m; RPC versions: Vote v0" in (tmp_path / "out" / "report.md").read_text()

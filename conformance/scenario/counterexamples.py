@@ -10,6 +10,7 @@ import msgspec
 
 from conformance.explore.configs import CheckConfig, IsrCheckConfig
 from conformance.scenario.parser import ClusterScenario, ClusterStep
+from conformance.text import visible
 from model.cluster import Action
 from model.isr.cluster import Action as IsrAction
 from model.isr.properties import PROPERTIES as ISR_PROPERTIES
@@ -67,4 +68,4 @@ def _scenario(path: Path, lines: list[bytes]) -> ClusterScenario:
 def _one_line(text: str) -> str:
     """Text from the file as one line of a comment: control characters escaped, so that none
     ends the comment (and starts a statement) or rewrites the terminal."""
-    return re.sub(r"[\x00-\x1f\x7f\u2028\u2029]", lambda found: repr(found.group())[1:-1], text)
+    return re.sub(r"[\t\n\u2028\u2029]", lambda found: repr(found.group())[1:-1], visible(text))

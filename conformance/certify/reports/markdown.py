@@ -18,15 +18,16 @@ from conformance.certify.reports.wording import (
     trace_totals,
 )
 from conformance.certify.verdicts import Certification
+from conformance.text import markdown_block, markdown_code, markdown_text
 
 
 def markdown(report: Certification) -> str:
     lines = [
-        f"# kraftcheck certification: `{report.adapter}`",
+        f"# kraftcheck certification: {markdown_code(report.adapter)}",
         "",
-        *([f"Implementation: {report.implementation}", ""] if report.implementation else []),
+        *([f"Implementation: {markdown_text(report.implementation)}", ""] if report.implementation else []),
         f"Verdict: **{headline(report)}**. Traces: {trace_totals(report)} (steps matched: {steps_text(report.steps_run, report.steps, report.steps_skipped)})"
-        f"{'' if report.seconds is None else f' in {report.seconds:.1f} s'}; corpus `{report.corpus}`, {corpus_profile_text(report)}. Rules: {rule_totals(report)}.",
+        f"{'' if report.seconds is None else f' in {report.seconds:.1f} s'}; corpus {markdown_code(report.corpus)}, {corpus_profile_text(report)}. Rules: {rule_totals(report)}.",
         "",
         "## Verdict per rule",
         "",
@@ -47,12 +48,12 @@ def markdown(report: Certification) -> str:
         lines += ["No step showed which alternative the implementation takes.", ""]
     resolved = inconsistent(report)
     if resolved:
-        rows = [(f"`{r.point.name}`", r.alternative, f"`{r.trace}`", r.step) for r in resolved]
+        rows = [(f"`{r.point.name}`", r.alternative, markdown_code(r.trace, in_table=True), r.step) for r in resolved]
         lines += ["### Resolved more than one way", "", INCONSISTENT, "", tabulate(rows, headers=("choice point", "alternative", "first shown by trace", "at step"), tablefmt="github"), ""]
     lines += ["## Not applicable", ""]
     if report.lacks:
         lines += ["The optional capabilities the implementation declares it lacks, and the traces that need them:", ""]
-        lines += [f"- {line}" for line in lacking(report)] + [""]
+        lines += [f"- {markdown_text(line)}" for line in lacking(report)] + [""]
     else:
         lines += ["None: no trace needs a capability the implementation declares it lacks.", ""]
     lines += ["## Divergences and errors", ""]
@@ -60,15 +61,16 @@ def markdown(report: Certification) -> str:
     if not failing:
         lines.append("None.")
     for result in failing:
-        lines += [f"### `{result.trace}` ({result.verdict})", "", failure_text(result), ""]
+        lines += [f"### {markdown_code(result.trace)} ({result.verdict})", "", markdown_text(failure_text(result)), ""]
         if result.divergence:
             d = result.divergence
-            lines += ["| | |", "|---|---|", f"| step | {d.step} |", f"| input | {_cell(d.input)} |", f"| field | `{d.field}` |", f"| expected | {_cell(d.expected)} |", f"| actual | {_cell(d.actual)} |", f"| rules | {' '.join(d.rules)} |", ""]
+            rows = [("step", str(d.step)), ("input", markdown_text(d.input)), ("field", markdown_code(d.field, in_table=True)), ("expected", markdown_text(d.expected)), ("actual", markdown_text(d.actual)), ("rules", " ".join(d.rules))]
+            lines += ["| | |", "|---|---|", *(f"| {name} | {value} |" for name, value in rows), ""]
             if d.allowed:
-                lines += [allowed_text(d), ""]
+                lines += [markdown_text(allowed_text(d)), ""]
             lines += json_diff(d.differing, d.expected_json, d.actual_json)
         if result.trace in report.shortened:
-            lines += [f"Shortened reproducing trace: `{report.shortened[result.trace]}`", ""]
+            lines += [f"Shortened reproducing trace: {markdown_code(report.shortened[result.trace])}", ""]
     kinds = sorted({kind for row in report.coverage.values() for kind in row})
     lines += ["## Coverage matrix (corpus steps per rule and input kind)", ""]
     rows = [[rule] + [report.coverage[rule].get(kind, "") for kind in kinds] for rule in report.coverage]
@@ -76,15 +78,10 @@ def markdown(report: Certification) -> str:
     return "\n".join(lines)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def json_diff(differing: tuple[str, ...], expected_json: str, actual_json: str) -> list[str]:
     """Expected and actual as the protocol's JSON, every field shown, the differing fields named:
     a default value (LastOffset 0 against -1) is as visible as any other."""
     if not expected_json:
         return []
-    named = ", ".join(f"`{field}`" for field in differing)
-    fence = "~~~~"  # a JSON string may hold backticks
-    return [f"Differing fields: {named}.", "", "Expected:", "", f"{fence}json", expected_json, fence, "", "Actual:", "", f"{fence}json", actual_json, fence, ""]
+    named = ", ".join(markdown_code(field) for field in differing)
+    return [f"Differing fields: {named}.", "", "Expected:", "", *markdown_block(expected_json, "json"), "", "Actual:", "", *markdown_block(actual_json, "json"), ""]
