@@ -2,13 +2,18 @@
 
 A report set is published whole: built in a staging directory beside its destination and
 swapped in with one atomic rename, so a reader, a kill -9 or a concurrent run never sees a
-mixed set. A destination that holds anything kraftcheck did not write is refused. Files
-rewritten in place (recorded scenarios) are all written beside their targets before any is
-replaced. What a killed run left behind, named with its process id, the next run removes.
+mixed set. A destination that is a symlink is written through (the link kept); one that is a
+mount point cannot be renamed, so the set is staged inside it and its entries swapped in one
+by one, under a lock on the directory: each entry whole, not the set. A destination that holds
+anything kraftcheck did not write is refused. Files rewritten in place (recorded scenarios) are
+all written beside their targets before any is replaced. What a killed run left behind, named
+with its process id, the next run removes.
 """
 
+import contextlib
 import ctypes
 import errno
+import fcntl
 import os
 import shutil
 import stat
@@ -34,7 +39,7 @@ def check_directory(out: Path, owned: Callable[[str], bool], what: str) -> None:
     if out.exists() or out.is_symlink():
         if not out.is_dir():
             raise OutputError(f"{out}: not a directory (kraftcheck writes the {what} into a directory)")
-        foreign = sorted(name for name in os.listdir(out) if not owned(name))
+        foreign = sorted(name for name in os.listdir(out) if not owned(name) and not name.startswith(_STAGING))
         if foreign:
             shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
             raise OutputError(f"{out}: holds files kraftcheck did not write ({shown}); refusing to write the {what} there: choose a new or empty directory")
@@ -48,19 +53,61 @@ def check_directory(out: Path, owned: Callable[[str], bool], what: str) -> None:
         raise OutputError(f"{out}: cannot be created ({parent} is not a writable directory)")
 
 
-def publish_directory(out: Path, fill: Callable[[Path], None]) -> None:
-    """Replace `out` by a directory that `fill` writes, in one atomic step (see the module's docstring)."""
-    out = out.absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned(out.parent, _STAGING)
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{_STAGING}{os.getpid()}-"))
+def publish_directory(out: Path, fill: Callable[[Path], None], owned: Callable[[str], bool]) -> None:
+    """Replace `out` by a directory that `fill` writes (see the module's docstring); `owned` names
+    the entries of an earlier set, removed where the set is swapped in entry by entry."""
+    out = out.resolve() if out.is_symlink() else out.absolute()
+    inside = _is_mount_point(out)
+    home = out if inside else out.parent
+    home.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(home, _STAGING)
+    staging = Path(tempfile.mkdtemp(dir=home, prefix=f"{_STAGING}{os.getpid()}-"))
     try:
         fill(staging)
         for directory in [staging, *(p for p in staging.rglob("*") if p.is_dir())]:
             directory.chmod(creation_mode(directory=True))
-        _swap_in(staging, out)
+        if inside:
+            _swap_entries(staging, out, owned)
+        else:
+            _swap_in(staging, out)
+    except OSError as error:
+        raise OutputError(f"{out}: cannot publish: {error.strerror or error}") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # on success, the previous set
+
+
+def _is_mount_point(path: Path) -> bool:
+    """Whether `path` is where a file system is mounted (a bind mount of a directory of the same
+    file system too, which os.path.ismount misses): such a directory cannot be renamed."""
+    if os.path.ismount(path):
+        return True
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo", "rb") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if len(fields) > 4 and _unescaped(fields[4]) == os.fsencode(path):
+                return True
+    return False
+
+
+def _unescaped(field: bytes) -> bytes:
+    """A mountinfo path: space, tab, newline and backslash are written as octal escapes (\\040)."""
+    return field.replace(b"\\040", b" ").replace(b"\\011", b"\t").replace(b"\\012", b"\n").replace(b"\\134", b"\\")
+
+
+def _swap_entries(staging: Path, out: Path, owned: Callable[[str], bool]) -> None:
+    """Swap each entry of `staging` into `out`, and move the earlier set's other entries into
+    `staging` (to be removed with it), holding a lock on `out` against concurrent runs."""
+    handle = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        published = set(os.listdir(staging))
+        for name in sorted(published):
+            _swap_in(staging / name, out / name)
+        for name in sorted(os.listdir(out)):
+            if name not in published and owned(name) and not name.startswith(_STAGING):
+                (out / name).rename(staging / f"{name}-earlier")
+    finally:
+        os.close(handle)
 
 
 def _swap_in(staging: Path, out: Path) -> None:

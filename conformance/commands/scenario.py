@@ -64,10 +64,14 @@ def record(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compiled_trace(name: str) -> bool:
+    return name.endswith(".jsonl")
+
+
 def compile_scenarios(args: argparse.Namespace) -> int:
     """Every scenario as node-level traces in a directory, written whole: a corpus for certify."""
     out = Path(args.out)
-    check_directory(out, lambda name: name.endswith(".jsonl"), "compiled traces")
+    check_directory(out, _compiled_trace, "compiled traces")
     built: dict[str, Trace] = {}
     for name in args.files:
         path = Path(name)
@@ -77,6 +81,6 @@ def compile_scenarios(args: argparse.Namespace) -> int:
             if file_name in built:
                 raise ScenarioError(f"{path}: a second trace named {trace.header.name!r}; scenario names must differ")
             built[file_name] = trace
-    publish_directory(out, lambda directory: [traces.write(directory / file_name, trace) for file_name, trace in built.items()])
+    publish_directory(out, lambda directory: [traces.write(directory / file_name, trace) for file_name, trace in built.items()], _compiled_trace)
     print(f"{len(built)} traces from {len(args.files)} scenarios written to {out}")
     return 0

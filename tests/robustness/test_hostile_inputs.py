@@ -4,6 +4,7 @@ user's is deleted; every report set is whole and from one run; no traceback."""
 
 import json
 import os
+import re
 import shlex
 import stat
 import subprocess
@@ -23,6 +24,7 @@ from spec import trace as traces
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(DEFAULT_CORPUS.glob("*.jsonl"))
 WITH_RESPONSE = next(DEFAULT_CORPUS.glob("corpus-cell-*-fetchresponse-observer-newer-fenced-leader-epoch-epoch-fetch.jsonl"))
+CATCHES_HW_ANY_EPOCH = DEFAULT_CORPUS / "corpus-walk-0003-node2.jsonl"  # mutant:hw-any-epoch departs from it
 
 
 def kraftcheck(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -146,6 +148,15 @@ def test_mutation_score_survives_a_bad_trace(tmp_path):
     assert done.returncode in (0, 1) and json.loads(done.stdout)["mutants"] > 0
 
 
+def test_mutation_score_of_a_corpus_with_no_readable_trace_fails_plainly(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "deep-header.jsonl").write_bytes(bad_traces()["deep-header.jsonl"])
+    done = kraftcheck("mutants", "--score", "--no-verify", "--corpus", str(corpus))
+    no_traceback(done)
+    assert done.returncode == 1 and "mutation score: 0/0 (the corpus has no readable trace)" in done.stdout
+
+
 def hostile_node(tmp_path: Path, reply: str) -> str:
     """A subprocess implementation that answers `start` properly and every later command with `reply` (Python source of bytes)."""
     script = tmp_path / "node.py"
@@ -188,6 +199,42 @@ def test_a_hostile_reply_fails_its_trace_and_the_reports_stay_valid(tmp_path, re
     assert (out / "junit.xml").stat().st_size < 50_000
 
 
+HOSTILE_TEXT = "<script>alert(1)</script><img src=x onerror=alert(2)> | # [x](javascript:alert(3)) ``` ~~~~ \u202eevil\n# injected heading"
+
+
+def test_text_from_an_implementation_is_escaped_in_every_report_format(tmp_path):
+    script = tmp_path / "node.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import json, sys
+            first = True
+            for line in sys.stdin.buffer:
+                if b'"stop"' in line:
+                    break
+                reply = {{"ok": True, "implementation": {HOSTILE_TEXT!r}}} if first else {{"ok": False, "error": {HOSTILE_TEXT!r}}}
+                sys.stdout.buffer.write(json.dumps(reply).encode() + b"\\n")
+                sys.stdout.buffer.flush()
+                first = False
+            """
+        )
+    )
+    corpus = small_corpus(tmp_path / "corpus", {})
+    out = tmp_path / "out"
+    adapter = f"subprocess:{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+    done = kraftcheck("certify", "--adapter", adapter, "--corpus", str(corpus), "--out", str(out), "--shorten-budget", "0")
+    no_traceback(done)
+    assert done.returncode == 1
+    markdown = (out / "report.md").read_text()
+    for raw in ("<script>", "<img", "](javascript", "```", "~~~~"):
+        assert not re.search(r"(?<!\\)" + re.escape(raw), markdown), raw  # each only backslash-escaped
+    assert "\u202e" not in markdown and "\n# injected" not in markdown
+    assert "Implementation: \\<script\\>alert(1)\\</script\\>\\<img src=x onerror=alert(2)\\> \\| # \\[x\\](javascript:alert(3)) \\`\\`\\` \\~\\~\\~\\~ \\\\u202eevil<br># injected heading" in markdown
+    html = (out / "report.html").read_text()
+    assert "<script>alert" not in html and "<img src=x" not in html and "\u202e" not in html
+    assert "\u202e" not in (out / "junit.xml").read_text() and "\u202e" not in done.stdout + done.stderr
+
+
 # -- 7. a report set is whole and from one run ----------------------------------------------------
 
 
@@ -217,6 +264,51 @@ def test_concurrent_runs_into_one_out_leave_one_whole_set(tmp_path):
     shortened = sorted(Path(p).name for p in json.loads((out / "report.json").read_text())["shortened"].values())
     assert divergences == shortened
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_symlinked_out_is_written_through_and_the_link_kept(tmp_path):
+    target = tmp_path / "reports"
+    target.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    corpus = small_corpus(tmp_path / "corpus", {CATCHES_HW_ANY_EPOCH.name: CATCHES_HW_ANY_EPOCH.read_bytes()})
+    for adapter, code in (("mutant:hw-any-epoch", 1), ("reference", 0)):
+        done = kraftcheck("certify", "--adapter", adapter, "--corpus", str(corpus), "--out", str(link), "--shorten-budget", "0")
+        no_traceback(done)
+        assert done.returncode == code
+        assert link.is_symlink() and link.resolve() == target
+        assert json.loads((target / "report.json").read_text())["adapter"] == adapter
+        assert (target / "divergences").exists() == (code == 1)
+    assert sorted(p.name for p in target.iterdir()) == ["junit.xml", "report.html", "report.json", "report.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "link", "reports"], "no staging directory is left behind"
+
+
+def mounted(tmp_path: Path, runs: list[list[str]]) -> subprocess.CompletedProcess:
+    """Each kraftcheck run in a private mount namespace where tmp_path/tmpfs is a tmpfs and
+    tmp_path/bind a bind mount: both mounts end with the namespace."""
+    commands = "; ".join(shlex.join([sys.executable, "-m", "conformance.cli", *argv]) + " > /dev/null; echo exit=$?" for argv in runs)
+    script = f"set -e; mount -t tmpfs kraftcheck-test {tmp_path / 'tmpfs'}; mount --bind {tmp_path / 'bind.src'} {tmp_path / 'bind'}; set +e; {commands}; ls -A {tmp_path / 'tmpfs'} {tmp_path / 'bind'}"
+    return subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, timeout=600, cwd=ROOT)
+
+
+def test_an_out_that_is_a_mount_point_gets_the_set_swapped_in_entry_by_entry(tmp_path):
+    for name in ("tmpfs", "bind", "bind.src"):
+        (tmp_path / name).mkdir()
+    probe = subprocess.run(["unshare", "--mount", "sh", "-c", f"mount -t tmpfs kraftcheck-probe {tmp_path / 'tmpfs'}"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"this machine does not let a test mount a file system in a namespace of its own: {probe.stderr.strip()}")
+    corpus = small_corpus(tmp_path / "corpus", {CATCHES_HW_ANY_EPOCH.name: CATCHES_HW_ANY_EPOCH.read_bytes()})
+    runs = [
+        ["certify", "--adapter", adapter, "--corpus", str(corpus), "--out", str(tmp_path / out), "--shorten-budget", "1"]
+        for out in ("tmpfs", "bind")
+        for adapter in ("mutant:hw-any-epoch", "reference")
+    ]
+    done = mounted(tmp_path, runs)
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stdout.split("\n")[:4] == ["exit=1", "exit=0", "exit=1", "exit=0"], done.stdout + done.stderr
+    listing = "\n".join(done.stdout.split("\n")[4:])
+    report_set = "junit.xml\nreport.html\nreport.json\nreport.md"
+    assert listing == f"{tmp_path / 'bind'}:\n{report_set}\n\n{tmp_path / 'tmpfs'}:\n{report_set}\n", "the earlier set's divergences are gone, no staging directory is left"
 
 
 def test_a_killed_runs_staging_directory_is_cleared_by_the_next_run(tmp_path):

@@ -40,7 +40,7 @@ def write_reports(out: Path, report: Certification, shortened: dict[str, Trace])
         reproductions = {original: (Path(published).relative_to(out).as_posix(), shortened[published]) for original, published in report.shortened.items() if published in shortened}
         (staging / REPORT_FILES["html"]).write_bytes(html(report, replayed_traces(report), reproductions).encode())
 
-    publish_directory(out, fill)
+    publish_directory(out, fill, REPORT_SET)
 
 
 def replayed_traces(report: Certification) -> dict[str, Trace]:
