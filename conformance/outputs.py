@@ -15,6 +15,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import secrets
 import shutil
 import stat
 import tempfile
@@ -157,38 +158,76 @@ def replace_files(contents: dict[Path, bytes]) -> None:
     written beside its target before any target is replaced, so a full disk or a read-only
     directory leaves every file as it was. A symlink is written through (its target replaced,
     the link kept), and every file keeps its mode."""
-    prepared: list[tuple[Path, Path]] = []  # (new file, the file it replaces)
+    prepared: list[NewFile] = []
     try:
         for path, data in contents.items():
-            target = path.resolve(strict=True)
-            prepared.append((_written_beside(target, data), target))
+            prepared.append(NewFile(path.resolve(strict=True), data))
     except BaseException as error:
-        for written, _ in prepared:
-            written.unlink(missing_ok=True)
+        for new in prepared:
+            new.discard()
         if isinstance(error, OSError):
             raise OutputError(f"{path}: cannot write: {error.strerror or error}; no file was replaced") from None
         raise
-    for number, (written, target) in enumerate(prepared):
+    for number, new in enumerate(prepared):
         try:
-            os.replace(written, target)
+            new.put_in_place()
         except OSError as error:
-            for left, _ in prepared[number:]:
-                left.unlink(missing_ok=True)
-            raise OutputError(f"{target}: cannot replace: {error.strerror or error}; {number} of {len(prepared)} files were replaced before it") from None
+            for left in prepared[number:]:
+                left.discard()
+            raise OutputError(f"{new.target}: cannot replace: {error.strerror or error}; {number} of {len(prepared)} files were replaced before it") from None
 
 
-def _written_beside(target: Path, data: bytes) -> Path:
-    """`data` in a new file in the target's directory, with the target's mode."""
-    _remove_abandoned(target.parent, _REPLACING)
-    handle, name = tempfile.mkstemp(dir=target.parent, prefix=f"{_REPLACING}{os.getpid()}-")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            os.fchmod(out.fileno(), stat.S_IMODE(target.stat().st_mode))
-    except BaseException:
-        os.unlink(name)
-        raise
-    return Path(name)
+class NewFile:
+    """New contents for `target`, written beside it but not yet in its place. Where the file
+    system allows it the file has no name until then (O_TMPFILE), so a run killed meanwhile, by
+    SIGKILL too, leaves nothing behind; elsewhere it is a hidden file named with the process id,
+    which the next run removes once that process is gone."""
+
+    def __init__(self, target: Path, data: bytes) -> None:
+        self.target = target
+        self.named: Path | None = None
+        mode = stat.S_IMODE(target.stat().st_mode)
+        _remove_abandoned(target.parent, _REPLACING)
+        handle = -1
+        if hasattr(os, "O_TMPFILE"):
+            try:
+                handle = os.open(target.parent, os.O_TMPFILE | os.O_WRONLY, mode)
+            except OSError as error:
+                if error.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):  # no O_TMPFILE on this file system
+                    raise
+        if handle < 0:
+            handle, name = tempfile.mkstemp(dir=target.parent, prefix=f"{_REPLACING}{os.getpid()}-")
+            self.named = Path(name)
+        self.handle: int | None = handle
+        try:
+            with open(handle, "wb", closefd=False) as out:
+                out.write(data)
+            os.fchmod(handle, mode)
+        except BaseException:
+            self.discard()
+            raise
+
+    def put_in_place(self) -> None:
+        """Replace the target by the new file, in one rename."""
+        if self.named is None:  # give it a name for the rename, for as short a time as can be
+            self.named = self.target.parent / f"{_REPLACING}{os.getpid()}-{secrets.token_hex(6)}"
+            directory = os.open(self.target.parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:  # a directory descriptor makes os.link call linkat, which follows the /proc link to the file
+                os.link(f"/proc/self/fd/{self.handle}", self.named.name, src_dir_fd=directory, dst_dir_fd=directory, follow_symlinks=True)
+            finally:
+                os.close(directory)
+        os.replace(self.named, self.target)
+        self.named = None
+        self.discard()
+
+    def discard(self) -> None:
+        """Let go of the new file, leaving the target as it is."""
+        if self.named is not None:
+            self.named.unlink(missing_ok=True)
+            self.named = None
+        if self.handle is not None:
+            os.close(self.handle)
+            self.handle = None
 
 
 def _remove_abandoned(parent: Path, prefix: str) -> None:

@@ -182,14 +182,14 @@ def test_record_on_a_read_only_directory_replaces_no_file(tmp_path, capsys, monk
     short, _ = scenarios(tmp_path / "writable")
     _, locked = scenarios(tmp_path / "read-only")
     before = tree(tmp_path)
-    mkstemp = tempfile.mkstemp
+    mkstemp, open_file = tempfile.mkstemp, os.open
 
-    def read_only(*args, **kwargs):  # as on a read-only mount (chmod does not stop root)
-        if Path(kwargs["dir"]) == locked.parent:
+    def refusing(path: object) -> None:  # as on a read-only mount (chmod does not stop root)
+        if Path(path) == locked.parent:
             raise OSError(errno.EROFS, os.strerror(errno.EROFS))
-        return mkstemp(*args, **kwargs)
 
-    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    monkeypatch.setattr(tempfile, "mkstemp", lambda *args, **kwargs: refusing(kwargs["dir"]) or mkstemp(*args, **kwargs))
+    monkeypatch.setattr(os, "open", lambda path, *args, **kwargs: refusing(path) or open_file(path, *args, **kwargs))
     refused(capsys, ["scenario", "record", str(short), str(locked)], f"{locked}: cannot write: Read-only file system; no file was replaced")
     assert tree(tmp_path) == before
 
@@ -204,6 +204,17 @@ def test_record_writes_through_a_symlink_and_keeps_the_mode(tmp_path, capsys):
     assert "expect response VoteResponse(" in target.read_text()
     assert target.stat().st_mode & 0o777 == 0o640
     assert sorted(path.name for path in target.parent.iterdir()) == ["long.scenario", "short.scenario"]
+
+
+def test_a_record_killed_before_it_replaces_leaves_nothing_beside_the_scenario(tmp_path):
+    short, _ = scenarios(tmp_path)
+    before = tree(tmp_path)
+    killed = subprocess.run(
+        [sys.executable, "-c", f"import os; from pathlib import Path; from conformance.outputs import NewFile; NewFile(Path({str(short)!r}), b'half a scenario'); os.kill(os.getpid(), 9)"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert tree(tmp_path) == before
 
 
 def test_record_removes_what_a_killed_record_left_and_keeps_a_running_ones(tmp_path, capsys):
