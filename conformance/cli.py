@@ -19,7 +19,7 @@ from conformance.certify.shorten import DEFAULT_BUDGET as DEFAULT_SHORTEN_BUDGET
 from conformance.certify.shorten import PER_TRACE
 from conformance.corpus.generate import CORPUS_CONFIGS, DEFAULT_CORPUS, shipped_corpora
 from conformance.outputs import OutputError
-from conformance.spark.session import SparkUnavailable
+from conformance.spark.session import SparkUnavailable, spark_error
 from model.config import FAULTY_PROFILES, PROFILES, ConfigError
 from spec.trace import TraceError
 
@@ -52,7 +52,8 @@ def add_engine_options(parser: argparse.ArgumentParser, what: str) -> None:
         "--spark-dir",
         metavar="DIR",
         help="with --engine spark: a directory every executor can reach (HDFS, a shared mount) for checkpoints and tables; a run writes a "
-        "new subdirectory there and leaves it (default: a temporary directory on this machine, removed afterwards)",
+        "new subdirectory there and leaves it (default: a temporary directory on this machine, removed afterwards). A local path must be a "
+        "writable directory or one that can be created, checked before Spark starts; a URL (hdfs://...) is Spark's to reach",
     )
 
 
@@ -404,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (`kraftcheck ... | head`): stop quietly, as other command-line tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as error:
+        cause = spark_error(error)
+        if cause is None:
+            raise
+        print(f"kraftcheck: Spark failed: {cause}", file=sys.stderr)
+        return 2
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)

@@ -34,24 +34,31 @@ class OutputError(Exception):
     """An output location kraftcheck cannot or may not write; raised before any work is done."""
 
 
+def unwritable(directory: Path) -> str | None:
+    """Why kraftcheck cannot write in `directory` (creating it if absent), None if it can: the
+    reason, so that each caller names the path as its user gave it."""
+    if directory.exists() or directory.is_symlink():
+        if not directory.is_dir():
+            return "not a directory"
+        return None if os.access(directory, os.W_OK | os.X_OK) else "not writable"
+    ancestor = directory.parent  # where the missing directories would be created
+    while not (ancestor.exists() or ancestor.is_symlink()):
+        ancestor = ancestor.parent
+    problem = unwritable(ancestor)
+    return f"cannot be created ({ancestor}: {problem})" if problem else None
+
+
 def check_directory(out: Path, owned: Callable[[str], bool], what: str) -> None:
     """`out` can take kraftcheck's output: it is absent with a writable parent, or a writable
     directory whose entries are all `owned`."""
-    if out.exists() or out.is_symlink():
-        if not out.is_dir():
-            raise OutputError(f"{out}: not a directory (kraftcheck writes the {what} into a directory)")
+    if out.is_dir():
         foreign = sorted(name for name in os.listdir(out) if not owned(name) and not name.startswith(_STAGING))
         if foreign:
             shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
             raise OutputError(f"{out}: holds files kraftcheck did not write ({shown}); refusing to write the {what} there: choose a new or empty directory")
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise OutputError(f"{out}: not writable")
-        return
-    parent = out.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(f"{out}: cannot be created ({parent} is not a writable directory)")
+    problem = unwritable(out)
+    if problem:
+        raise OutputError(f"{out}: {problem}")
 
 
 def publish_directory(out: Path, fill: Callable[[Path], None], owned: Callable[[str], bool]) -> None:

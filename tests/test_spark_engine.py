@@ -191,6 +191,25 @@ def test_spark_that_cannot_run_kraftcheck_is_a_clear_error(tmp_path, options, en
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+def test_a_spark_dir_spark_cannot_write_in_is_a_clear_error(spark, tmp_path, capsys):
+    """A URL is Spark's to reach (checked only when Spark uses it): its refusal in one line."""
+    assert cli.main(["check", "--config", "smoke", "--engine", "spark", "--spark-dir", "nosuch://host/kraftcheck", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(r'kraftcheck: Spark cannot create nosuch://host/kraftcheck/kraftcheck-\d+-[0-9a-f]{8}/checkpoints: .*No FileSystem for scheme "nosuch"\n', err), err
+
+
+def test_a_spark_error_outside_a_job_is_one_line(monkeypatch, capsys):
+    """The command line's last resort: a Py4J or Spark error anywhere ends in one line, exit 2."""
+    from py4j.protocol import Py4JError
+
+    def fails(args):
+        raise Py4JError("An error occurred while calling o42.stop")
+
+    monkeypatch.setattr("conformance.commands.rules.run", fails)
+    assert cli.main(["rules"]) == 2
+    assert capsys.readouterr().err == "kraftcheck: Spark failed: An error occurred while calling o42.stop\n"
+
+
 def spark_processes() -> set[str]:
     """The pids of Spark's JVMs and Python worker daemons on this machine."""
     return set(subprocess.run(["pgrep", "-f", "pyspark"], capture_output=True, text=True).stdout.split())

@@ -4,5 +4,5 @@ session     a SparkSession for `--engine spark`: an existing one (spark-submit) 
             JVM's console output goes to a log file, bound to loopback, shipping kraftcheck's code
 standalone  a Spark standalone master and workers started from the pyspark installation
 
-Imports model.config (its ConfigError) and adapters.process_lifetime (no Spark process outlives kraftcheck); the Spark engines of explore, corpus and certify use it.
+Imports model.config (its ConfigError), conformance.outputs (what makes a directory writable) and adapters.process_lifetime (no Spark process outlives kraftcheck); the Spark engines of explore, corpus and certify use it.
 """

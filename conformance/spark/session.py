@@ -5,7 +5,8 @@ new one is started against `master` (`local[*]`, `local[N]`, `spark://HOST:PORT`
 output goes to `spark.log` in the work directory, its driver binds loopback unless the
 environment names another address (SPARK_LOCAL_IP), and its executors run this Python
 (PYSPARK_PYTHON, unless set): on a cluster, a Python with kraftcheck installed, which is checked
-before any work.
+before any work. A local --spark-dir is checked before Spark starts, so that it fails in a
+line, not in a Java traceback.
 """
 
 import argparse
@@ -16,12 +17,13 @@ import secrets
 import sys
 import tempfile
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from conformance.outputs import OutputError, unwritable
 from model.config import ConfigError
-
 
 
 # Keyed data is spread over twice as many partitions as there are cores: measured on 2 cores
@@ -49,7 +51,23 @@ def spark_options(args: argparse.Namespace) -> SparkOptions | None:
         raise ConfigError(f"--spark-partitions must be between 1 and 100000, got {args.spark_partitions}")
     if not args.spark_master.strip():
         raise ConfigError("--spark-master must not be empty")
+    if args.spark_dir is not None:
+        _check_spark_dir(args.spark_dir)
     return SparkOptions(args.spark_master, args.spark_partitions, args.spark_dir)
+
+
+def _check_spark_dir(directory: str) -> None:
+    """Refuse a local --spark-dir (a path, or a file: URL) that cannot take a new subdirectory,
+    before Spark starts: Spark would fail later with a Java traceback. Another file system's URL
+    (hdfs://...) is left to Spark, whose failure to write there is reported as such."""
+    if not directory.strip():
+        raise ConfigError("--spark-dir must not be empty")
+    parts = urllib.parse.urlsplit(directory)
+    if parts.scheme not in ("", "file"):
+        return
+    problem = unwritable(Path(parts.path if parts.scheme else directory))
+    if problem:
+        raise OutputError(f"--spark-dir {directory}: {problem}")
 
 
 class SparkRun(NamedTuple):
@@ -124,6 +142,25 @@ def _check_executors(context, master: str, log: Path) -> None:
         )
 
 
+def _set_checkpoint_dir(context, shared: str) -> None:
+    """Checkpoints go under `shared`; a --spark-dir Spark cannot write in (an unknown scheme, a
+    file system that does not answer) is named with Java's reason, not a Py4J traceback."""
+    from py4j.protocol import Py4JError
+
+    try:
+        context.setCheckpointDir(f"{shared}/checkpoints")
+    except Py4JError as error:
+        raise SparkUnavailable(f"Spark cannot create {shared}/checkpoints: {_message(error)}") from None
+
+
+def spark_error(error: BaseException) -> str | None:
+    """A Spark or Py4J error in one line, None for any other error: the command line's last
+    resort for one raised outside a job. Only a module already imported can have raised it, so
+    the command line need not import pyspark to tell."""
+    loaded = [getattr(sys.modules[module], name) for module, name in (("py4j.protocol", "Py4JError"), ("pyspark.errors", "PySparkException")) if module in sys.modules]
+    return _message(error) if isinstance(error, tuple(loaded)) else None
+
+
 class _QuietPy4J(logging.Filter):
     """Py4J logs on the root logger itself (logging.exception), with a traceback, when an interrupt
     cuts a call to the JVM short; kraftcheck reports the interrupt its own way."""
@@ -183,7 +220,7 @@ def spark_session(options: SparkOptions, app: str = "kraftcheck") -> Iterator[Sp
         shared = f"{work.rstrip('/')}/kraftcheck-{os.getpid()}-{secrets.token_hex(4)}" if work else str(work_dir / "shared")
         if active is not None:
             context = active.sparkContext
-            context.setCheckpointDir(f"{shared}/checkpoints")
+            _set_checkpoint_dir(context, shared)
             with _failures_explained(None):
                 yield SparkRun(active, shared, partitions or PARTITIONS_PER_CORE * context.defaultParallelism)
             return
@@ -211,7 +248,7 @@ def spark_session(options: SparkOptions, app: str = "kraftcheck") -> Iterator[Sp
             raise SparkUnavailable(f"Spark did not start against {master}: {_message(error)}" + _log_tail(log)) from None
         try:
             context.setLogLevel("ERROR")
-            context.setCheckpointDir(f"{shared}/checkpoints")
+            _set_checkpoint_dir(context, shared)
             _check_executors(context, master, log)
             with _failures_explained(log):
                 yield SparkRun(SparkSession(context), shared, partitions or PARTITIONS_PER_CORE * context.defaultParallelism)
