@@ -5,8 +5,8 @@ new one is started against `master` (`local[*]`, `local[N]`, `spark://HOST:PORT`
 output goes to `spark.log` in the work directory, its driver binds loopback unless the
 environment names another address (SPARK_LOCAL_IP), and its executors run this Python
 (PYSPARK_PYTHON, unless set): on a cluster, a Python with kraftcheck installed, which is checked
-before any work. A local --spark-dir is checked before Spark starts, so that it fails in a
-line, not in a Java traceback.
+before any work. A local --spark-dir and a spark:// master's address are checked before Spark
+starts, so that either fails in a line, at once, not in a Java traceback or after a minute.
 """
 
 import argparse
@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import secrets
+import socket
 import sys
 import tempfile
 import threading
@@ -82,6 +83,34 @@ class SparkUnavailable(RuntimeError):
 
 
 EXECUTOR_WAIT_SECONDS = 120.0  # how long the first job may wait for an executor (a cluster's start in seconds)
+MASTER_CONNECT_SECONDS = 3.0  # how long a standalone master may take to accept a connection
+
+
+def check_master_reachable(master: str) -> None:
+    """Refuse a standalone master (spark://HOST:PORT, several separated by commas for high
+    availability) none of whose addresses accepts a connection. Spark's client would try to
+    register three times, 20 s apart (fixed in Spark, no setting shortens it), then report a
+    consequence such as a stopped SparkContext. Other masters (local[N], yarn, k8s://...) pass."""
+    if not master.startswith("spark://"):
+        return
+    failures = []
+    for address in master.removeprefix("spark://").split(","):
+        try:
+            parts = urllib.parse.urlsplit(f"//{address}")
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            host = port = None
+        if not host or port is None:
+            raise ConfigError(f"--spark-master {master}: expected spark://HOST:PORT, or several HOST:PORT separated by commas")
+        try:
+            with socket.create_connection((host, port), timeout=MASTER_CONNECT_SECONDS):
+                return
+        except TimeoutError:
+            failures.append((address, f"no answer within {MASTER_CONNECT_SECONDS:.0f} s"))
+        except OSError as error:
+            failures.append((address, (error.strerror or str(error)).lower()))
+    reasons = failures[0][1] if len(failures) == 1 else "; ".join(f"{address}: {reason}" for address, reason in failures)
+    raise SparkUnavailable(f"cannot reach the Spark master {master}: {reasons}")
 
 
 def _log_tail(log: Path, lines: int = 3) -> str:
@@ -90,6 +119,16 @@ def _log_tail(log: Path, lines: int = 3) -> str:
         return ""
     found = [line for line in log.read_text(errors="replace").splitlines() if " ERROR " in line or " WARN " in line]
     return "".join(f"\n  {line}" for line in found[-lines:])
+
+
+def _killed_reason(log: Path) -> str | None:
+    """Why Spark stopped kraftcheck's application itself (every master unresponsive, the master
+    removing it), from Spark's log: the job that fails afterwards names only a consequence."""
+    if not log.exists():
+        return None
+    marker = "Application has been killed. Reason: "
+    reasons = [line.split(marker, 1)[1].strip() for line in log.read_text(errors="replace").splitlines() if marker in line]
+    return reasons[0] if reasons else None
 
 
 def _message(error: BaseException) -> str:
@@ -134,7 +173,8 @@ def _check_executors(context, master: str, log: Path) -> None:
         context.cancelJobGroup("kraftcheck-executors")
         raise SparkUnavailable(f"no executor answered within {EXECUTOR_WAIT_SECONDS:.0f} s at {master}: is the master reachable, with free workers?" + _log_tail(log))
     if isinstance(answers[0], Exception):
-        raise SparkUnavailable(f"Spark could not run a job at {master}: {_message(answers[0])}" + _log_tail(log))
+        cause = _killed_reason(log) or _message(answers[0])
+        raise SparkUnavailable(f"Spark could not run a job at {master}: {cause}" + _log_tail(log))
     problems = sorted(set(answers[0]) - {""})
     if problems:
         raise SparkUnavailable(
@@ -224,6 +264,7 @@ def spark_session(options: SparkOptions, app: str = "kraftcheck") -> Iterator[Sp
             with _failures_explained(None):
                 yield SparkRun(active, shared, partitions or PARTITIONS_PER_CORE * context.defaultParallelism)
             return
+        check_master_reachable(master)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # what executors run; pyspark reads it, not the configuration
         host = os.environ["SPARK_LOCAL_IP"]
