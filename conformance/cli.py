@@ -6,11 +6,14 @@ when that command runs, so `kraftcheck --help` stays quick.
 
 import argparse
 import importlib
+import importlib.metadata
 import os
 import signal
 import sys
 import threading
+import tomllib
 from collections.abc import Callable
+from pathlib import Path
 
 from adapters.kafka_build import DEFAULT_VERSION as KAFKA_DEFAULT_VERSION
 from adapters.kafka_build import TESTED_VERSIONS as KAFKA_TESTED_VERSIONS
@@ -22,6 +25,51 @@ from conformance.outputs import OutputError
 from conformance.spark.session import SparkUnavailable, spark_error
 from model.config import FAULTY_PROFILES, PROFILES, ConfigError
 from spec.trace import TraceError
+
+
+GUIDE_PAGES = {
+    "rules": "model-checking",
+    "check": "model-checking",
+    "simulate": "model-checking",
+    "traces": "model-checking",
+    "describe": "model-checking",
+    "choices": "model-checking",
+    "certify": "certifying",
+    "mutants": "certifying",
+    "adapters": "certifying",
+    "scenario": "scenarios",
+}
+"""The page of docs/guide/ that explains each command; its help ends by naming it."""
+
+
+def version() -> str:
+    """The installed distribution's version; in a checkout that is not installed, its pyproject.toml's."""
+    try:
+        return importlib.metadata.version("kraftcheck")
+    except importlib.metadata.PackageNotFoundError:
+        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        if not pyproject.is_file():
+            return "unknown (not installed)"
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
+
+
+class PrintVersion(argparse.Action):
+    """--version, looked up only when asked for, so that every other invocation stays quick."""
+
+    def __init__(self, option_strings: list[str], dest: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print kraftcheck's version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: str | None = None) -> None:
+        print(f"kraftcheck {version()}")
+        parser.exit()
+
+
+def point_at_guides(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """End the help of every command, and of each of its subcommands, with its guide page."""
+    for name, parser in commands.choices.items():
+        nested = [sub for action in parser._actions if isinstance(action, argparse._SubParsersAction) for sub in action.choices.values()]
+        for each in (parser, *nested):
+            each.epilog = f"guide: docs/guide/{GUIDE_PAGES[name]}.md (in the repository and the sdist)"
 
 
 def command(module: str, function: str = "run") -> Callable[[argparse.Namespace], int]:
@@ -60,6 +108,7 @@ def add_engine_options(parser: argparse.ArgumentParser, what: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kraftcheck", description="Specification and conformance testing for KRaft (KIP-595) and KIP-101 truncation.")
+    parser.add_argument("--version", action=PrintVersion)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     rules = commands.add_parser("rules", help="list the rule catalogue", description="List the normative rules of the specification.")
@@ -379,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--force", action="store_true", help="build again even if an up-to-date build is cached")
     build.set_defaults(run=command("adapters", "build_adapter"))
+    point_at_guides(commands)
     return parser
 
 

@@ -1,11 +1,15 @@
-"""The `kraftcheck` command line, run in-process: `rules` and `simulate`."""
+"""The `kraftcheck` command line, run in-process: `rules` and `simulate`; `--version`, and the guide page every command's help names."""
 
+import argparse
+import importlib.metadata
 import json
 import re
+import tomllib
+from pathlib import Path
 
 import pytest
 
-from conformance.cli import build_parser, main
+from conformance.cli import build_parser, main, version
 
 RULE_ROW = re.compile(r"^([A-Z][A-Z0-9]*(?:-[A-Z][A-Z0-9]*)*-[0-9]+[A-Z]?)\s")
 
@@ -155,3 +159,55 @@ def test_unknown_option_value_is_a_usage_error(capsys):
         main(["simulate", "--runs", "many"])
     assert exited.value.code == 2
     assert "invalid int value: 'many'" in capsys.readouterr().err
+
+
+# --version and the guide pages ---------------------------------------------------------
+
+
+def test_version_is_the_installed_distributions(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"kraftcheck {importlib.metadata.version('kraftcheck')}\n"
+
+
+def test_version_of_a_checkout_that_is_not_installed_is_its_pyproject_tomls(monkeypatch):
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    assert version() == tomllib.loads(pyproject.read_text())["project"]["version"]
+
+
+def commands_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {name: sub for action in parser._actions if isinstance(action, argparse._SubParsersAction) for name, sub in action.choices.items()}
+
+
+def every_command() -> list[list[str]]:
+    """Each command and each subcommand, as argv: ["certify"], ["traces", "generate"], ..."""
+    found = []
+    for name, parser in commands_of(build_parser()).items():
+        found += [[name], *([name, sub] for sub in commands_of(parser))]
+    return found
+
+
+@pytest.mark.parametrize("argv", every_command(), ids=" ".join)
+def test_every_commands_help_ends_with_its_guide_page(argv, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the line unwrapped
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--help"])
+    assert exited.value.code == 0
+    last = capsys.readouterr().out.rstrip("\n").splitlines()[-1]
+    page = re.fullmatch(r"guide: docs/guide/([a-z-]+)\.md \(in the repository and the sdist\)", last)
+    assert page and page.group(1) in ("model-checking", "certifying", "scenarios", "kafka"), last
+
+
+@pytest.mark.parametrize(
+    ("argv", "page"),
+    [(["check"], "model-checking"), (["traces", "generate"], "model-checking"), (["certify"], "certifying"), (["mutants"], "certifying"), (["adapters", "build"], "certifying"), (["scenario", "run"], "scenarios")],
+)
+def test_a_command_names_the_page_that_explains_it(argv, page, capsys):
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    assert f"docs/guide/{page}.md" in capsys.readouterr().out
