@@ -34,7 +34,17 @@ from model.messages import FetchRequest
 from spec.trace import Input, Trace, TraceCluster
 
 CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-observer", "corpus-partial", "corpus-restart", "corpus-isr")  # what the shipped corpus is generated from
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "traces"  # the shipped corpus
+
+
+def shipped_directory() -> Path:
+    """Where the shipped corpora are: conformance/traces in an installed package (the wheel carries
+    the repository's traces/ there, see pyproject.toml), the repository's traces/ in a checkout."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "traces"
+    return installed if installed.is_dir() else package.parent / "traces"
+
+
+DEFAULT_CORPUS = shipped_directory()  # the shipped corpus
 DEFAULT_PROFILE = "kip595"  # the profile DEFAULT_CORPUS is generated under; another profile P's shipped corpus is DEFAULT_CORPUS / P
 
 
