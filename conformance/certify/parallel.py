@@ -20,6 +20,7 @@ from conformance.certify.replay import TraceResult, replay_file
 
 TRACES_PER_JOB = 16  # a job replays at least this many traces: fewer jobs for a small corpus
 CHUNK = 4  # traces handed to a job at a time: fewer round trips between the processes, in order all the same
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}  # Ctrl-C, and how kill, a CI timeout and pool.terminate() stop a process
 
 _factory = None  # a job's adapter factory, made once by _open_adapters
 _failure: BaseException | None = None  # why a job could not make it (raised by every replay, never by the initializer)
@@ -38,7 +39,14 @@ def replay_all(make_adapter: Callable[[], Adapter], files: list[Path], verify: b
     if origin is None:
         raise TypeError("replaying with several jobs needs an adapter factory from adapters.registry.adapter_factory")
     # Forked: a job starts in milliseconds, everything imported (process_lifetime gives it a run of its own).
-    pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_open_adapters, initargs=(origin, os.getpid()))
+    # A job is forked with kraftcheck's handlers, which turn SIGINT and SIGTERM into a KeyboardInterrupt
+    # and a traceback per job: both signals wait, blocked, until the job has set its own. The pool's
+    # threads, which fork the jobs that replace any that die, keep them blocked.
+    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_open_adapters, initargs=(origin, os.getpid()))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
     try:
         yield from pool.imap(functools.partial(_replay, verify=verify), files, chunksize=CHUNK)
     except BaseException:
@@ -51,16 +59,27 @@ def replay_all(make_adapter: Callable[[], Adapter], files: list[Path], verify: b
 
 
 def _open_adapters(origin: tuple[str, float], parent: int) -> None:
-    """A job's start: die with kraftcheck, leave Ctrl-C to it, make the adapter factory."""
+    """A job's start: die with kraftcheck, leave Ctrl-C to it, end quietly on SIGTERM, make the
+    adapter factory; then take the signals that came meanwhile."""
     global _factory, _failure
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_quietly)
     try:
         _factory = adapter_factory(*origin)
     except BaseException as error:  # noqa: BLE001 - an initializer that raises is restarted forever: report it per trace instead
         _failure = error
-        return
-    util.Finalize(_factory, _factory.close, exitpriority=1)
+    else:
+        util.Finalize(_factory, _factory.close, exitpriority=1)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+
+
+def _exit_quietly(signum: int, frame: object) -> None:
+    """A job's SIGTERM (pool.terminate(), or one to the process group): unwind, which releases the
+    locks the job holds on the pool's queues (a job killed holding one hangs pool.terminate())
+    and stops its implementations' processes, and exit, with no traceback: multiprocessing
+    prints none for SystemExit."""
+    raise SystemExit(128 + signum)
 
 
 def _replay(path: Path, verify: bool) -> tuple[TraceResult, str]:

@@ -117,8 +117,9 @@ class Started:
         self.guards: list[int] = []
 
     def kraftcheck(self, *args: str) -> subprocess.Popen:
-        # SIGINT as a terminal delivers it, even if the test runner was started with it ignored. Its
-        # temporary files go to the test's directory: a killed coordinator cannot remove its own.
+        # SIGINT as a terminal delivers it, even if the test runner was started with it ignored; in a
+        # session of its own, a process group a test can signal as a terminal does. Its temporary
+        # files go to the test's directory: a killed coordinator cannot remove its own.
         process = subprocess.Popen(
             [sys.executable, "-m", "conformance.cli", *args],
             cwd=ROOT,
@@ -126,6 +127,7 @@ class Started:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.processes.append(process)
@@ -149,7 +151,7 @@ def started(tmp_path):
 
 
 def exploring_workers(check: subprocess.Popen) -> list[int] | None:
-    """The two workers of a sharded check, once both have spent CPU time on the search."""
+    """The two workers of a command (a sharded check's, certify's jobs), once both have spent CPU time at work."""
     workers = children(check.pid)
     return workers if len(workers) == 2 and all(cpu_seconds(pid) >= 0.3 for pid in workers) else None
 
@@ -228,3 +230,29 @@ def test_a_killed_certify_leaves_no_implementation_process(started, tmp_path, si
     assert certify.returncode == (130 if signum == signal.SIGTERM else -signal.SIGKILL)
     wait_for(lambda: not [pid for pid in (daemon, node_pid, *guards) if alive(pid)], "the node, its daemon and the guard to end")
     assert mentioning(str(node)) == []
+
+
+def doubled_corpus(directory: Path) -> Path:
+    """The shipped traces twice over, linked: a corpus that takes two jobs several seconds."""
+    corpus = directory / "corpus"
+    corpus.mkdir()
+    for trace in sorted(TRACE.parent.glob("*.jsonl")):
+        for copy in ("a", "b"):
+            (corpus / f"{copy}-{trace.name}").symlink_to(trace)
+    return corpus
+
+
+@pytest.mark.parametrize(
+    "signum, group",
+    [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGTERM, True)],
+    ids=["Ctrl-C to the process group", "SIGTERM to kraftcheck", "SIGTERM to the process group"],
+)
+def test_an_interrupted_certify_with_jobs_prints_one_line_and_no_traceback(started, tmp_path, signum, group):
+    corpus = doubled_corpus(tmp_path)
+    certify = started.kraftcheck("certify", "--adapter", "reference", "--jobs", "2", "--corpus", str(corpus), "--out", str(tmp_path / "out"))
+    jobs = wait_for(lambda: exploring_workers(certify), "two jobs replaying")
+    (os.killpg if group else os.kill)(certify.pid, signum)
+    _, err = certify.communicate(timeout=WAIT_SECONDS)
+    assert certify.returncode == 130, err
+    assert err == "kraftcheck: interrupted\n"
+    wait_for(lambda: not [pid for pid in jobs if alive(pid)], "the jobs to end")
