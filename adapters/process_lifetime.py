@@ -6,16 +6,22 @@ Two mechanisms, for two kinds of process (both need Linux; elsewhere they do not
   asks the kernel for SIGKILL when its parent dies (prctl PR_SET_PDEATHSIG), by SIGKILL too.
   Strictly, when the parent's thread that started it ends: start such children from a thread
   that outlives them. The kernel clears the request in the child's own children.
-- A `ProcessTree` marks every process started through it with a variable in its environment,
-  which fork, exec, setsid() and double forks all keep, so `kill` finds and kills the whole
-  tree, an implementation that daemonized (a new session, reparented to init) included; parent
-  pids cannot tell, they are lost when a process is reparented. A guard process, started with
-  the first tree, holds the read end of a pipe only kraftcheck writes: when kraftcheck ends,
-  however (SIGKILL too), the pipe reaches end of file and the guard kills every tree kraftcheck
-  left, then exits.
+- A `ProcessTree` starts each of its roots in a session of its own and marks it with a variable
+  in its environment. Its members are the processes that carry the mark (fork, exec, setsid()
+  and double forks all keep it: a daemon in a session of its own, reparented to init), those in
+  a root's session or process group (a child started with an empty environment, `env -i`), and
+  the descendants of both; `kill` kills them all. Parent pids alone cannot tell, they are lost
+  when a process is reparented. Linux reuses no pid while it is a live process's session or
+  group id, so a session names the tree's processes as long as any of them lives; once `kill`
+  has left none, the tree forgets its sessions. A guard process, started with the first tree,
+  holds the read end of a pipe only kraftcheck writes: each root its session before its command
+  runs, each killed tree its sessions to forget. When kraftcheck ends, however (SIGKILL too),
+  the pipe reaches end of file and the guard kills every member of the trees kraftcheck left,
+  then exits.
 """
 
 import atexit
+import collections
 import contextlib
 import ctypes
 import functools
@@ -26,10 +32,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 
 LINUX = sys.platform == "linux"
 MARKER = "KRAFTCHECK_PROCESS_TREE"  # the environment variable; its value is "RUN/TREE", a run being one kraftcheck process
-KILL_PATIENCE_SECONDS = 2.0  # how long `kill_marked` goes on killing processes that fork meanwhile
+KILL_PATIENCE_SECONDS = 2.0  # how long `kill_members` goes on killing processes that fork meanwhile
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True) if LINUX else None
@@ -60,32 +67,63 @@ def die_with_parent(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def marked(marker: str) -> list[int]:
-    """The live processes whose environment carries `marker`, or a marker below it (`marker/...`)."""
+def _stat(pid: str) -> tuple[str, int, int, int] | None:
+    """A process's state, parent pid, process group and session (/proc/PID/stat: the fields after
+    its command name, which may hold any character), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            fields = file.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3])
+
+
+def _carries(pid: str, marker: str) -> bool:
+    """Whether the process's environment carries `marker`, or a marker below it (`marker/...`)."""
     exact = f"{MARKER}={marker}".encode()
-    below = exact + b"/"
-    found = []
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            environment = file.read()
+    except OSError:  # gone meanwhile, or another user's
+        return False
+    return any(variable == exact or variable.startswith(exact + b"/") for variable in environment.split(b"\0"))
+
+
+def members(marker: str, sessions: Collection[int]) -> set[int]:
+    """The live processes that carry `marker` (or a marker below it) or belong to one of
+    `sessions` (as their session or process group), and all their descendants."""
+    found: set[int] = set()
+    children: dict[int, list[int]] = collections.defaultdict(list)
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or (fields := _stat(entry)) is None:
             continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as file:
-                environment = file.read()  # empty for a zombie
-        except OSError:  # gone meanwhile, or another user's
+        state, parent, group, session = fields
+        if state == "Z":  # ended: only its exit status is left
             continue
-        if any(variable == exact or variable.startswith(below) for variable in environment.split(b"\0")):
-            found.append(int(entry))
+        children[parent].append(int(entry))
+        if group in sessions or session in sessions or _carries(entry, marker):
+            found.add(int(entry))
+    pending = list(found)
+    while pending:
+        for child in children[pending.pop()]:
+            if child not in found:
+                found.add(child)
+                pending.append(child)
     return found
 
 
-def kill_marked(marker: str) -> None:
-    """SIGKILL every process carrying `marker`, again until none is left: one may fork meanwhile."""
+def kill_members(marker: str, sessions: Collection[int]) -> bool:
+    """SIGKILL every member (see `members`), again until none is left (one may fork meanwhile) or
+    patience runs out; whether none is left."""
     deadline = time.monotonic() + KILL_PATIENCE_SECONDS
-    while (found := marked(marker)) and time.monotonic() < deadline:
+    while found := members(marker, sessions):
+        if time.monotonic() > deadline:
+            return False
         for pid in found:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
+    return True
 
 
 def _start_guard() -> None:
@@ -104,26 +142,63 @@ def _stop_guard(guard: subprocess.Popen) -> None:
         guard.wait(timeout=KILL_PATIENCE_SECONDS + 1)
 
 
+def _guard_pipe() -> int | None:
+    """The write end of the guard's pipe; None without a guard, or once kraftcheck, exiting, has closed it."""
+    return _guard.stdin.fileno() if _guard is not None and not _guard.stdin.closed else None
+
+
+def _tell_guard(pipe: int | None, sessions: list[int]) -> None:
+    """Write session ids to the guard, a line each: a new root's, or minus a killed tree's (its ids
+    are free for other processes now). A few bytes: one atomic write, whoever else writes; a guard
+    someone killed is no reason to fail."""
+    if pipe is not None and sessions:
+        with contextlib.suppress(BrokenPipeError):
+            os.write(pipe, "".join(f"{session}\n" for session in sessions).encode())
+
+
+def _enter_tree(parent: int, guard: int | None) -> None:
+    """Run in a tree's root before its command: die with kraftcheck, and tell the guard the root's
+    session before anything in it runs."""
+    die_with_parent(parent)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # Popen has set it to the default for the command: a write to a gone guard would kill the root
+    _tell_guard(guard, [os.getpid()])
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+
 class ProcessTree:
-    """The processes started through `popen` and all their descendants, killed as one by `kill`."""
+    """The processes started through `popen` and all that they start, killed as one by `kill`."""
 
     def __init__(self) -> None:
         if LINUX and _guard is None:
             _start_guard()
         self.marker = f"{_run}/{next(_trees)}"
+        self.sessions: list[int] = []  # the roots' sessions, one per `popen`, until `kill` has emptied them
 
     def popen(self, argv: list[str], *, environment: dict[str, str] | None = None, **options: object) -> subprocess.Popen:
-        """subprocess.Popen, the process marked as the tree's and dying with kraftcheck; `environment`
-        adds to kraftcheck's own."""
+        """subprocess.Popen, the process a root of the tree: in a session of its own (so that a kill
+        of its group reaches what it starts, a wrapper script's JVM), marked, known to the guard
+        and dying with kraftcheck; `environment` adds to kraftcheck's own."""
         environment = {**os.environ, **(environment or {}), MARKER: self.marker}
-        return subprocess.Popen(argv, env=environment, preexec_fn=functools.partial(die_with_parent, os.getpid()), **options)
+        process = subprocess.Popen(
+            argv, env=environment, start_new_session=True, preexec_fn=functools.partial(_enter_tree, os.getpid(), _guard_pipe()), **options
+        )
+        self.sessions.append(process.pid)
+        return process
 
     def kill(self) -> None:
-        """Kill every process of the tree that is still alive, wherever it went."""
-        if LINUX:
-            kill_marked(self.marker)
+        """Kill every process of the tree that is still alive, wherever it went. Once none is left,
+        its sessions are forgotten, here and by the guard: their ids may name others' processes."""
+        if LINUX and kill_members(self.marker, self.sessions):
+            _tell_guard(_guard_pipe(), [-session for session in self.sessions])
+            self.sessions = []
 
 
-if __name__ == "__main__":  # the guard: wait for the end of file that kraftcheck's end brings, then kill what it left
-    sys.stdin.buffer.read()
-    kill_marked(sys.argv[1])
+if __name__ == "__main__":  # the guard: follow the trees' sessions up to the end of file that kraftcheck's end brings, then kill what it left
+    live: set[int] = set()
+    for line in sys.stdin.buffer:
+        session = int(line)
+        if session > 0:
+            live.add(session)
+        else:
+            live.discard(-session)
+    kill_members(sys.argv[1], live)

@@ -288,11 +288,8 @@ class SubprocessAdapter:
         self._tree = ProcessTree()
         self._owner = threading.current_thread()
         try:
-            # A session of its own, so a kill reaches whatever the command starts (a wrapper script's JVM);
-            # in a process tree, so that close() reaches what escapes the session too (a daemon).
-            self.process = self._tree.popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, start_new_session=True
-            )
+            # A process tree's root, in a session of its own: close() kills the session and whatever escapes it (a daemon).
+            self.process = self._tree.popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
         except OSError as error:
             self._stderr.close()
             raise AdapterError(f"cannot start {self.command!r}: {error.strerror or error}: {argv[0]}") from None

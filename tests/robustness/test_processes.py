@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.process_lifetime import ProcessTree
+
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; the mechanisms are Linux's")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,14 +25,17 @@ TRACE = sorted((ROOT / "traces").glob("*.jsonl"))[0]
 WAIT_SECONDS = 10.0
 FAULTS_DISTINCT = 2_699_561  # the faults configuration's states, pinned in tests/test_check_configs.py
 
-# A node that first leaves a daemon behind (double fork, setsid(): a session and a parent of its
-# own) and records both pids, then hangs (--hang) or refuses every command but stop.
+# A node that first leaves processes behind, and records their pids and its own: a daemon (double
+# fork, setsid(): a session and a parent of its own), and two strays with an empty environment
+# (`env -i`), so without the tree's mark, in the node's session: a child in a process group of its
+# own, and a grandchild of a double fork. Then it hangs (--hang) or refuses every command but stop.
 DAEMONIZING_NODE = textwrap.dedent(
     """
-    import json, os, sys, time
+    import json, os, subprocess, sys, time
     from pathlib import Path
 
     here = Path(__file__).parent
+    sleeping = [sys.executable, "-c", "import time; time.sleep(60)", f"{here}/"]  # named by the test's directory
     ready, up = os.pipe()
     if os.fork() == 0:
         os.setsid()
@@ -40,6 +45,16 @@ DAEMONIZING_NODE = textwrap.dedent(
             time.sleep(60)
         os._exit(0)
     os.read(ready, 2)
+    stray = subprocess.Popen(sleeping, env={}, process_group=0)  # returns once it runs the command
+    (here / f"stray-{stray.pid}").touch()
+    execed, exec_closes = os.pipe()  # close-on-exec: its end of file tells that the grandchild runs the command
+    if os.fork() == 0:
+        if os.fork() == 0:
+            (here / f"stray-{os.getpid()}").touch()
+            os.execve(sys.executable, sleeping, {})
+        os._exit(0)
+    os.close(exec_closes)
+    os.read(execed, 1)
     (here / f"node-{os.getpid()}").touch()
     if "--hang" in sys.argv:
         time.sleep(60)
@@ -102,7 +117,7 @@ def wait_for(condition: Callable[[], object], what: str) -> object:
 
 
 def recorded(directory: Path, kind: str) -> list[int]:
-    """The pids the daemonizing node wrote down, `node` or `daemon`."""
+    """The pids the daemonizing node wrote down, `node`, `daemon` or `stray`."""
     return [int(path.name.split("-")[1]) for path in directory.glob(f"{kind}-*")]
 
 
@@ -209,10 +224,10 @@ def test_certify_kills_a_daemonizing_implementation_when_it_ends(started, tmp_pa
     out, err = certify.communicate(timeout=WAIT_SECONDS)
     assert certify.returncode == 1, err
     assert json.loads(out)["failed"] == 1  # the trace went through the node, which refused it
-    daemons, nodes = recorded(tmp_path, "daemon"), recorded(tmp_path, "node")
-    assert len(daemons) == 1 and len(nodes) == 1
-    assert not alive(daemons[0]) and not alive(nodes[0])
-    assert mentioning(str(node)) == []
+    daemons, nodes, strays = recorded(tmp_path, "daemon"), recorded(tmp_path, "node"), recorded(tmp_path, "stray")
+    assert len(daemons) == 1 and len(nodes) == 1 and len(strays) == 2
+    assert not [pid for pid in daemons + nodes + strays if alive(pid)]
+    assert mentioning(str(tmp_path)) == []
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
@@ -220,16 +235,30 @@ def test_a_killed_certify_leaves_no_implementation_process(started, tmp_path, si
     node = write_node(tmp_path)
     adapter = f"subprocess:{sys.executable} {node} --hang"
     certify = started.kraftcheck("certify", "--adapter", adapter, "--step-timeout", "60", "--corpus", str(TRACE), "--out", str(tmp_path / "out"))
-    wait_for(lambda: recorded(tmp_path, "node"), "the node and its daemon to start")
-    [daemon], [node_pid] = recorded(tmp_path, "daemon"), recorded(tmp_path, "node")
+    wait_for(lambda: recorded(tmp_path, "node"), "the node and what it leaves behind to start")
+    left = recorded(tmp_path, "daemon") + recorded(tmp_path, "node") + recorded(tmp_path, "stray")
     guards = [pid for pid in children(certify.pid) if "process_lifetime" in argv(pid)]
     started.guards.extend(guards)
-    assert len(guards) == 1 and alive(daemon) and alive(node_pid)
+    assert len(guards) == 1 and len(left) == 4 and all(alive(pid) for pid in left)
     certify.send_signal(signum)
     certify.communicate(timeout=WAIT_SECONDS)
     assert certify.returncode == (130 if signum == signal.SIGTERM else -signal.SIGKILL)
-    wait_for(lambda: not [pid for pid in (daemon, node_pid, *guards) if alive(pid)], "the node, its daemon and the guard to end")
-    assert mentioning(str(node)) == []
+    wait_for(lambda: not [pid for pid in left + guards if alive(pid)], "the node, what it left behind and the guard to end")
+    assert mentioning(str(tmp_path)) == []
+
+
+def test_a_process_tree_kills_its_processes_without_its_mark(started, tmp_path):
+    """Strays with an empty environment are the tree's by their session (or an ancestor in it)."""
+    tree = ProcessTree()
+    node = tree.popen([sys.executable, str(write_node(tmp_path)), "--hang"])
+    started.processes.append(node)
+    wait_for(lambda: recorded(tmp_path, "node"), "the node and what it leaves behind to start")
+    strays = recorded(tmp_path, "stray")
+    assert len(strays) == 2 and all(alive(pid) and os.getsid(pid) == node.pid for pid in strays)
+    assert all(b"KRAFTCHECK_PROCESS_TREE" not in Path(f"/proc/{pid}/environ").read_bytes() for pid in strays)
+    tree.kill()
+    node.wait(timeout=WAIT_SECONDS)
+    assert not [pid for pid in recorded(tmp_path, "daemon") + strays if alive(pid)]
 
 
 def doubled_corpus(directory: Path) -> Path:
@@ -256,3 +285,16 @@ def test_an_interrupted_certify_with_jobs_prints_one_line_and_no_traceback(start
     assert certify.returncode == 130, err
     assert err == "kraftcheck: interrupted\n"
     wait_for(lambda: not [pid for pid in jobs if alive(pid)], "the jobs to end")
+
+
+@pytest.mark.parametrize("forgotten", [False, True], ids=["a live tree's session", "a killed tree's session"])
+def test_the_guard_kills_the_sessions_it_was_told_of_and_not_yet_told_to_forget(started, tmp_path, forgotten):
+    """A killed tree's session id may name another's processes later: the guard must forget it."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"{tmp_path}/"], env={}, start_new_session=True)
+    started.processes.append(sleeper)
+    lines = f"{sleeper.pid}\n-{sleeper.pid}\n" if forgotten else f"{sleeper.pid}\n"
+    guard = subprocess.run(
+        [sys.executable, "-I", str(ROOT / "adapters" / "process_lifetime.py"), "no-such-run"], input=lines.encode(), timeout=WAIT_SECONDS
+    )
+    assert guard.returncode == 0
+    assert alive(sleeper.pid) == forgotten
