@@ -38,4 +38,5 @@ class Adapter(Protocol):
         """The node's observable state, or None if this adapter cannot observe it."""
 
     def close(self) -> None:
-        """Release the node (and any process behind it)."""
+        """Release the node (and any process behind it). May raise AdapterError if ending the
+        trace fails (a subprocess's reset): a trace that conformed so far fails with it."""

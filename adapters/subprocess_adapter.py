@@ -3,6 +3,12 @@
 spec/subprocess-protocol.md is the protocol. A process serves one trace, or (protocol 2,
 which the implementation declares in its reply to `start`) one trace after another with a
 `reset` between them, kept idle in a SessionPool; after any failure a process is never reused.
+The reset is the trace's last command, and a trace is judged on its own replies only: output
+already there when kraftcheck has read the reply to `reset` (a line written with it) fails
+the trace at its reset; output that comes later is read by the next trace as the reply to its
+`start`, and unless it is itself a valid start reply naming protocol 2, that start fails and
+the next trace begins again in a new process (as after any failed start of a reused process:
+a reset that left the process unable to start is no fault of that trace either).
 Replies are decoded into typed Structs, and messages are checked to carry exactly their
 schema's fields, so an implementation that omits or misspells a field is told so instead of
 being compared against a default. The trace's system decides the session's schemas: an ISR
@@ -40,6 +46,7 @@ _STDERR_TAIL_BYTES = 4096
 
 PROTOCOL = 2  # the newest protocol version kraftcheck speaks: 2 adds `reset`, one process for many traces
 DRAIN = b'{"command":"drain"}\n'
+RESET = b'{"command":"reset"}\n'
 OBSERVE = b'{"command":"observe"}\n'
 
 
@@ -254,24 +261,38 @@ class SubprocessAdapter:
         self._observed: _ObserveReply | None = None  # the state observed with the last step, not yet asked for
 
     def start(self, header: Header) -> None:
-        """An idle process from the pool, if there is one, else a new process."""
+        """An idle process from the pool, if there is one, else a new process. A reused process
+        whose start fails is stopped and the trace starts again in a new one: what it read may
+        be output left from before (see the module's docstring), no fault of this trace."""
         self.close()
+        self._isr = header.system == "isr"
         idle = self.pool.take() if self.pool else None
-        if idle is None:
-            self._spawn()
-        else:
+        if idle is not None:
             self.process, self._tree, self._stderr, self._owner = idle
             self._stderr_from = os.fstat(self._stderr.fileno()).st_size
+            try:
+                self._start(header, reused=True)
+                return
+            except AdapterError:
+                self.close()
+        self._spawn()
+        self._start(header, reused=False)
+
+    def _start(self, header: Header, reused: bool) -> None:
+        """Send `start`; a reused process must name protocol 2 again (an `{"ok": true}` left over
+        from before names none)."""
+        self._reusable = False
         if self.pool:
             self.pool.busy(self.process, self._tree, True)
         self._buffer.clear()
-        self._isr = header.system == "isr"
         started = self._call("start", _command_line("start", _start_fields(header)), _Reply)
         unknown = sorted(set(started.lacks) - set(CAPABILITIES))
         if unknown:
             raise AdapterError(f"start: the reply declares unknown capabilities lacking: {', '.join(unknown)} (optional ones are {', '.join(CAPABILITIES)})")
         if started.protocol < 1:
             raise AdapterError(f"start: the reply names protocol {started.protocol}; versions are 1 and {PROTOCOL}")
+        if reused and started.protocol < 2:
+            raise AdapterError(f"start: the reply names protocol {started.protocol}, after this process had named protocol 2")
         self.lacks = frozenset(started.lacks)
         self._reusable = started.protocol >= 2 and self.pool is not None
         if self.pool is not None and started.implementation:
@@ -314,23 +335,39 @@ class SubprocessAdapter:
     def close(self) -> None:
         """End the trace: a process that speaks protocol 2 and did nothing wrong is reset and goes
         back to the pool; any other is stopped, with whatever it started. No process outlives
-        its trace unless it is idle in the pool, which its owner closes."""
+        its trace unless it is idle in the pool, which its owner closes. Raises AdapterError if
+        the reset fails, the process stopped: the reset is the trace's last command."""
         process, self.process = self.process, None
         if process is None:
             return
         if self.pool:
             self.pool.busy(process, self._tree, False)
-        if self._reusable and process.returncode is None:
-            self.process = process
-            try:
-                self._call("reset", b'{"command":"reset"}\n', _ResetReply)
-            except AdapterError:
-                pass  # _call stopped trusting it; stopped below
+        if not (self._reusable and process.returncode is None):
+            _stop(process, self._tree, self._stderr)
+            return
+        self.process = process
+        try:
+            self._call("reset", RESET, _ResetReply)
+            self._check_quiet()
+        except AdapterError:
+            _stop(process, self._tree, self._stderr)
+            raise
+        finally:
             self.process = None
-            if self._reusable:
-                self.pool.give(_Idle(process, self._tree, self._stderr, self._owner))
-                return
-        _stop(process, self._tree, self._stderr)
+        self.pool.give(_Idle(process, self._tree, self._stderr, self._owner))
+
+    def _check_quiet(self) -> None:
+        """After its reply to `reset` the process writes nothing until the next command: what it
+        has written by now (read with the reply, or waiting in the pipe) would be read as the next
+        trace's replies, so it fails this trace."""
+        fd = self.process.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not self._buffer and not poller.poll(0):  # waiting would cost every trace that time
+            return
+        more = bytes(self._buffer) or os.read(fd, QUOTE_CHARS)
+        what = f"wrote more: {more[:QUOTE_CHARS].decode(errors='replace')!r}" if more else "closed its stdout"
+        raise AdapterError(f"after its reply to 'reset' the process {what}; it must wait for the next trace's start{self._stderr_tail()}")
 
     def _call(self, command: str, line: bytes, reply_type: type) -> msgspec.Struct:
         """Send one command and read its reply."""

@@ -5,9 +5,11 @@ import json
 import re
 import shlex
 import sys
+import textwrap
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from adapters.registry import adapter_factory
 from conformance import cli
@@ -30,6 +32,40 @@ def counting_node(tmp_path: Path, protocol: int | None = 2, fail_on: str = "") -
         f"def versioned(node):\n    reply = started(node)\n    reply.pop('protocol')\n    return reply if {protocol!r} is None else dict(reply, protocol={protocol!r})\n"
         f"def refusing(node, line):\n    if {fail_on!r} and {fail_on!r}.encode() in line:\n        return {{'ok': False, 'error': 'refused on purpose'}}\n    return handle(node, line)\n"
         "example_node.Node.started, example_node.Node.handle = versioned, refusing\nexample_node.main()\n"
+    )
+    return f"subprocess:{shlex.quote(sys.executable)} {shlex.quote(str(script))}", starts
+
+
+def leaving_output(tmp_path: Path, extra: bytes, delay: float | None) -> tuple[str, Path]:
+    """The example node, noting each process start in a file, that writes `extra` after its reply
+    to the first reset of all its processes: in the same write as the reply (`delay` None), or
+    `delay` seconds after it."""
+    starts, left = tmp_path / "starts", tmp_path / "left"
+    script = tmp_path / "leaving_node.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, sys, time
+            import msgspec
+            from adapters import example_node
+
+            open({str(starts)!r}, "a").write(f"{{os.getpid()}}\\n")
+            node, out = example_node.Node(), sys.stdout.buffer
+            for line in sys.stdin.buffer:
+                reply = msgspec.json.encode(node.handle(line)) + b"\\n"
+                if b'"reset"' in line and not os.path.exists({str(left)!r}):
+                    open({str(left)!r}, "w").close()
+                    if {delay!r} is None:
+                        reply += {extra!r}
+                    else:
+                        out.write(reply)
+                        out.flush()
+                        time.sleep({delay!r})
+                        reply = {extra!r}
+                out.write(reply)
+                out.flush()
+            """
+        )
     )
     return f"subprocess:{shlex.quote(sys.executable)} {shlex.quote(str(script))}", starts
 
@@ -81,6 +117,38 @@ def test_a_process_that_failed_serves_no_other_trace(tmp_path):
         verdicts = [replay_file(make, path).verdict for path in [without[0], with_timer[0], without[1], with_timer[1]]]
     assert verdicts == ["conforms", "error", "conforms", "error"]
     # The first process serves a trace and then errs; a second one serves the third trace and errs on the fourth.
+    assert len(starts.read_text().split()) == 2
+
+
+def test_output_after_the_reply_to_reset_fails_that_trace_not_the_next(tmp_path):
+    """A line written with the reply to reset is the trace's that ends: it fails, at its reset, and
+    the next trace gets a new process, whose replies are its own."""
+    node, starts = leaving_output(tmp_path, b"a line for nobody\n", delay=None)
+    with adapter_factory(node) as make:
+        first, second = (replay_file(make, path) for path in SHIPPED[:2])
+    assert first.verdict == "error" and second.verdict == "conforms"
+    assert first.failure.startswith("after the last step: after its reply to 'reset' the process wrote more: 'a line for nobody\\n'")
+    assert len(starts.read_text().split()) == 2
+
+
+def test_a_refused_reset_fails_the_trace_it_ends(tmp_path):
+    node, starts = counting_node(tmp_path, fail_on='"command":"reset"')
+    with adapter_factory(node) as make:
+        results = [replay_file(make, path) for path in SHIPPED[:2]]
+    assert [r.verdict for r in results] == ["error", "error"]
+    assert all(r.failure == "after the last step: the implementation refused 'reset': refused on purpose" for r in results)
+    assert len(starts.read_text().split()) == 2
+
+
+@pytest.mark.parametrize("extra", [b"a line for nobody\n", b'{"ok":true}\n'], ids=["a log line", "a second reply"])
+def test_output_that_comes_late_after_a_reset_is_not_taken_for_the_next_traces(tmp_path, extra):
+    """A line that comes after the reset's check is read as the reply to the next trace's start,
+    which is no valid start reply: that trace starts again in a new process, and conforms."""
+    node, starts = leaving_output(tmp_path, extra, delay=0.3)
+    with adapter_factory(node) as make:
+        verdicts = [replay_file(make, path).verdict for path in SHIPPED[:3]]
+    assert verdicts == ["conforms"] * 3
+    # The first process serves the first trace, fails the second's start; a new one serves the second and third.
     assert len(starts.read_text().split()) == 2
 
 

@@ -413,10 +413,12 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
             followed = list(following.values())[:MAX_FOLLOWED]
             run += 1
             passed_rules.update(consistent[0][1].transition.rules)
+        adapter.close()  # the end of a trace that conformed so far is part of it: a subprocess's reset may fail it
     except Exception as error:  # noqa: BLE001 - an adapter that fails in any way fails this trace alone
-        failed_rules = trace.steps[run + skipped].rules if run + skipped < len(trace.steps) else ()
+        failing = run + skipped
+        where, failed_rules = (f"step {failing + 1}", trace.steps[failing].rules) if failing < len(trace.steps) else ("after the last step", ())
         reason = str(error) if isinstance(error, AdapterError) else f"the adapter raised {type(error).__name__}: {error}"
-        return result(ERROR, failure=readable(f"step {run + skipped + 1}: {reason}"), rules_failed=failed_rules)
+        return result(ERROR, failure=readable(f"{where}: {reason}"), rules_failed=failed_rules)
     finally:
         try:
             adapter.close()
