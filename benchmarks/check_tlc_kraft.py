@@ -3,8 +3,9 @@
 Prints, for each run: whether the state space was exhausted, distinct and generated states,
 depth, wall seconds, and distinct states per second per core; then whether every run
 reported the same counts. (How `tlc-kraft-if4`'s bounds relate to the public KRaft TLA+
-specification's, and how kraftcheck compares with TLC on matched bounds: README, "Benchmark";
-benchmarks/in_flight_growth.py shows how the in-flight bound binds.)
+specification's, and how kraftcheck compares with TLC on matched bounds:
+docs/measurements/tlc-comparison.md; benchmarks/in_flight_growth.py shows how the in-flight
+bound binds: docs/measurements/model-checking.md.)
 
 Writes the same table and a plot of the exploration's throughput (distinct states over time,
 one line per engine and worker count) under --out: check-CONFIG.txt and
@@ -36,7 +37,7 @@ SAMPLE_EVERY = 0.25  # seconds between the in-process engine's progress samples 
 def measure(name: str, workers: int) -> tuple[Result, list[tuple[float, int]]]:
     """A run, and its (seconds, distinct states) samples from the start to the end. Under the
     model's default reading (no choice points branched), as the TLA+ specification it is compared
-    with has none and as the README's earlier figures were measured."""
+    with has none and as the figures of docs/measurements/ were measured."""
     config = resolve(name, {"every_choice": False})
     samples = [(0.0, 0)]
 

@@ -74,7 +74,7 @@ def test_tlc_kraft_if4_is_exhausted_with_all_properties_holding():
 def test_the_in_flight_bound_stops_binding_under_the_tla_specifications_semantics(max_in_flight, distinct):
     """2 voters, 4 elections, no loss, no LeaderChange record, no choice points branched (as the
     public TLA+ specification has it): the bound binds at 4, and no longer at 6 (the same count at 8 and with no bound at
-    all), so this is the matched configuration of the README's comparison with TLC."""
+    all), so this is the matched configuration of the comparison with TLC (docs/measurements/tlc-comparison.md)."""
     config = resolve("tlc-kraft-if4", {"voters": 2, "max_elections": 4, "max_epoch": 4, "loss": False, "profile": "faulty-no-leader-change", "max_in_flight": max_in_flight, "every_choice": False})
     result = explore(system_for(config))
     assert result.complete and not result.counterexamples
