@@ -178,7 +178,7 @@ def _check_executors(context, master: str, log: Path) -> None:
     problems = sorted(set(answers[0]) - {""})
     if problems:
         raise SparkUnavailable(
-            "the executors' Python cannot run kraftcheck (install kraftcheck and its dependencies there, or set PYSPARK_PYTHON; see the README): " + "; ".join(problems)
+            "the executors' Python cannot run kraftcheck (install kraftcheck and its dependencies there, or set PYSPARK_PYTHON; see docs/guide/spark.md): " + "; ".join(problems)
         )
 
 
