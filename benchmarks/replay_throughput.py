@@ -90,7 +90,7 @@ def run(spec: str, files: list[Path], repeat: int, sessions: bool = True, jobs: 
                 with contextlib.nullcontext(shared) if sessions else adapter_factory(spec) as make:
                     return replay_file(lambda: Timed(make(), clock, lock), path)
 
-            results = [replay_one(path) for path in files] if jobs == 1 else [result for result, _ in replay_all(shared, files, True, jobs)]
+            results = [replay_one(path) for path in files] if jobs == 1 else [result for result, _, _ in replay_all(shared, files, True, jobs)]
         best = min(best, time.perf_counter() - start)
         best_inside = min(best_inside, clock[0])
         failing = next(((path, r) for path, r in zip(files, results) if r.verdict != CONFORMS), None)

@@ -310,6 +310,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cert.add_argument("--no-verify", dest="verify", action="store_false", help="replay the corpus's files as they are, without checking them against its manifest")
     cert.add_argument(
+        "--no-deviations",
+        dest="deviations",
+        action="store_false",
+        help="where traces depart, do not search the deviations from the corpus's profile that explain them (named options and "
+        "choice-point readings, judged on the implementation's recorded answers; on by default, not with --engine spark)",
+    )
+    cert.add_argument(
         "--reproducible",
         action="store_true",
         help="leave wall times out of the reports, so that the same corpus, implementation and command line give the same "

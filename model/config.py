@@ -5,11 +5,12 @@ wanted, the model has one named option; a profile is a set of option values. Han
 options, they are never copied to vary.
 """
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import msgspec
 
-from model.choices import Choices, Picks, alternatives, with_picks
+from model.choices import CHOICE_POINTS, Choices, Picks, alternatives, with_picks
 
 
 class ConfigError(ValueError):
@@ -368,3 +369,43 @@ def other_readings(config: NodeConfig) -> dict[str, NodeConfig]:
             if other != pinned_to:
                 found[f"{point}={other}"] = msgspec.structs.replace(config, choices=with_picks(config.choices, ((point, other),)))
     return found
+
+
+class Deviation(NamedTuple):
+    """One way an implementation may read a profile otherwise: an option at a value another
+    profile gives it ("option NAME=VALUE"), or a point the profile pins at another of its
+    alternatives ("POINT=ALTERNATIVE"). A point the profile leaves open is no deviation: every
+    alternative of it is allowed already."""
+
+    name: str
+    option: str  # the Options field it sets, "" for a pin
+    point: str  # the choice point it pins, "" for an option
+    value: str | bool  # the option's value or the point's alternative
+
+    @property
+    def key(self) -> str:
+        """What it sets: two deviations with one key exclude each other."""
+        return self.option or self.point
+
+
+def deviations(profile_name: str) -> tuple[Deviation, ...]:
+    """The catalogue of deviations from a profile, by name: every value the named profiles (PROFILES,
+    not the faulty variants, which are bugs and not readings) give an option, other than this
+    profile's; every other alternative of each point it pins."""
+    kept = profile(profile_name)
+    found = []
+    for field in Options.__struct_fields__:
+        if field not in SETTINGS:
+            values = {getattr(options, field) for options in PROFILES.values()} - {getattr(kept, field)}
+            found += [Deviation(f"option {field}={value}", field, "", value) for value in values]
+    for point, pinned_to in pinned(profile_name):
+        found += [Deviation(f"{point}={other}", "", point, other) for other in CHOICE_POINTS[point].alternatives if other != pinned_to]
+    return tuple(sorted(found))
+
+
+def read_with(config: NodeConfig, chosen: Iterable[Deviation]) -> NodeConfig:
+    """A node's configuration read with the deviations chosen (at most one per key)."""
+    chosen = tuple(chosen)
+    options = msgspec.structs.replace(config.options, **{d.option: d.value for d in chosen if d.option})
+    picks = tuple((d.point, d.value) for d in chosen if d.point)
+    return msgspec.structs.replace(config, options=options, choices=with_picks(config.choices, picks))

@@ -1,7 +1,8 @@
 """Certification: replay a corpus through an adapter and report, rule by rule, where it departs.
 
 The reports (Markdown for people, JSON for tools, JUnit XML for CI) are written atomically
-under the output directory, with a shortened reproducing trace for every divergence.
+under the output directory, with a shortened reproducing trace for every divergence, and, where
+traces depart, the deviations from the corpus's profile that explain them (conformance/certify/deviation.py).
 """
 
 import time
@@ -11,12 +12,15 @@ from pathlib import Path
 import msgspec
 
 from adapters.contract import Adapter
+from conformance.certify.deviation import DEFAULT_BUDGET as DEVIATION_BUDGET
+from conformance.certify.deviation import explain
 from conformance.certify.parallel import replay_all
+from conformance.certify.playback import Recording
 from conformance.certify.replay import TraceResult, of_systems, trace_files
 from conformance.certify.spark_replay import collected, coverage_sql, replay_on_spark, totals_sql, write_corpus_tables
 from conformance.certify.reports.publish import REPORT_FILES, check_report_directory, divergence_path, write_reports
 from conformance.certify.shorten import DEFAULT_BUDGET, shorten
-from conformance.certify.replay import DEPARTS, ERROR
+from conformance.certify.replay import CONFORMS, DEPARTS, ERROR
 from conformance.certify.verdicts import Certification, coverage_matrix, totals
 from conformance.corpus.manifest import generated_profiles
 from conformance.text import readable
@@ -41,6 +45,7 @@ def certify(
     jobs: int = 1,
     timings: bool = True,
     spark: SparkRun | None = None,
+    deviation_budget: int = DEVIATION_BUDGET,
 ) -> Certification:
     """Replay every trace of the corpus (of the given systems only, if any), shorten each
     divergence within the budget of candidate replays, publish the reports.
@@ -52,7 +57,9 @@ def certify(
     `jobs` is. Without `timings`, the reports carry no wall times, so the same corpus and
     implementation give the same bytes. With `spark`, the corpus becomes tables, the traces are
     replayed on its executors and the totals drawn with Spark SQL (conformance/certify/spark_replay.py):
-    the same reports.
+    the same reports. With a `deviation_budget` of trace replays (0: none), a run here records
+    the implementation's answers, and where traces depart, searches the deviations from the
+    corpus's profile that explain them (not on Spark: the answers stay on its executors).
     """
     start = time.perf_counter()
     check_report_directory(out)
@@ -61,8 +68,9 @@ def certify(
     files = of_systems(trace_files(corpus, verify), systems)
     if not files:
         raise traces.TraceError(f"{corpus}: no traces of the system(s) {', '.join(systems or ())}")
+    recordings: dict[str, Recording] = {}
     if spark is None:
-        results, implementation = replayed_here(make_adapter, files, verify, jobs, progress)
+        results, implementation, recordings = replayed_here(make_adapter, files, verify, jobs, progress, record=deviation_budget > 0)
     else:
         origin = getattr(make_adapter, "origin", None)
         if origin is None:
@@ -73,6 +81,7 @@ def certify(
         if progress:
             progress("traces", len(results), len(results), sum(r.verdict in (DEPARTS, ERROR) for r in results))
     read = []
+    recorded: dict[str, tuple[Trace, Recording]] = {}  # KRaft traces judged, with their recordings: the deviation search's
     shortened: dict[str, str] = {}  # divergent trace -> where its shortened reproduction is published
     reproductions: dict[str, Trace] = {}  # published path -> the shortened trace
     divergent = sum(r.divergence is not None for r in results)
@@ -82,6 +91,8 @@ def certify(
         except traces.TraceError:
             continue
         read.append(built)
+        if built.header.system == "kraft" and result.verdict in (CONFORMS, DEPARTS) and str(path) in recordings:
+            recorded[str(path)] = built, recordings[str(path)]
         if result.divergence is not None:
             target = str(divergence_path(out, path))
             shortened[str(path)] = target
@@ -93,38 +104,52 @@ def certify(
         concluded, coverage = totals(results), coverage_matrix(read)
     else:
         concluded, coverage = totals_sql(spark.session, frame), coverage_sql(spark.session, tables)
+    profile = generated_under(corpus, read)
+    deviations = None
+    if recorded and concluded.departed and profile and ", " not in profile:
+        deviations = explain(profile, results, recorded, deviation_budget, progress)
     if not timings:
         results = [msgspec.structs.replace(result, seconds=None) for result in results]
     report = Certification(
         adapter=adapter_name,
         implementation=readable(implementation),
         corpus=str(corpus),
-        profile=generated_under(corpus, read),
+        profile=profile,
         **msgspec.structs.asdict(concluded),
         seconds=round(time.perf_counter() - start, 3) if timings else None,
         rules_failed=concluded.rules_failed,
         results=tuple(results),
         shortened=shortened,
         coverage=coverage,
+        deviations=deviations,
     )
     write_reports(out, report, reproductions)
     return report
 
 
 def replayed_here(
-    make_adapter: Callable[[], Adapter], files: list[Path], verify: bool, jobs: int, progress: Callable[[str, int, int, int], None] | None
-) -> tuple[list[TraceResult], str]:
-    """Every trace's result in corpus order, replayed by `jobs` processes here, and what the implementation said it is."""
+    make_adapter: Callable[[], Adapter],
+    files: list[Path],
+    verify: bool,
+    jobs: int,
+    progress: Callable[[str, int, int, int], None] | None,
+    record: bool = False,
+) -> tuple[list[TraceResult], str, dict[str, Recording]]:
+    """Every trace's result in corpus order, replayed by `jobs` processes here, what the
+    implementation said it is, and with `record`, its answers by trace (conformance/certify/playback.py)."""
     results = []
+    recordings = {}
     failed = 0
     implementation = ""
-    for number, (result, said) in enumerate(replay_all(make_adapter, files, verify, jobs), start=1):
+    for number, (result, said, recording) in enumerate(replay_all(make_adapter, files, verify, jobs, record), start=1):
         results.append(result)
+        if recording is not None:
+            recordings[result.trace] = recording
         implementation = said or implementation
         failed += result.verdict in (DEPARTS, ERROR)
         if progress:
             progress("traces", number, len(files), failed)
-    return results, implementation
+    return results, implementation, recordings
 
 
 def generated_under(corpus: Path, built: list[Trace]) -> str:
@@ -155,6 +180,7 @@ def summary(report: Certification, out: Path, seconds: float | None = None) -> d
         "rules_failed": list(report.rules_failed),
         "rules_conforming": sum(v.verdict == "conforms" for v in report.rules),
         "rules_not_exercised": [v.rule for v in report.rules if v.verdict == "not exercised"],
+        "deviations": msgspec.to_builtins(report.deviations),
         "seconds": report.seconds if report.seconds is not None else seconds,
         "reports": {kind: str(out / name) for kind, name in REPORT_FILES.items()},
     }

@@ -2,7 +2,8 @@
 from the adapter's name, so that reading, replaying and judging traces (Python, bound to one
 core per process) run on every core, next to the implementations' own processes.
 
-Results come back in corpus order whatever the number of jobs, so reports are the same bytes.
+Results come back in corpus order whatever the number of jobs, so reports are the same bytes;
+with `record`, each with the implementation's answers (conformance/certify/playback.py).
 """
 
 import functools
@@ -16,6 +17,7 @@ from pathlib import Path
 from adapters.contract import Adapter
 from adapters.process_lifetime import die_with_parent
 from adapters.registry import adapter_factory
+from conformance.certify.playback import Recording, replay_recorded
 from conformance.certify.replay import TraceResult, replay_file
 
 TRACES_PER_JOB = 16  # a job replays at least this many traces: fewer jobs for a small corpus
@@ -26,14 +28,18 @@ _factory = None  # a job's adapter factory, made once by _open_adapters
 _failure: BaseException | None = None  # why a job could not make it (raised by every replay, never by the initializer)
 
 
-def replay_all(make_adapter: Callable[[], Adapter], files: list[Path], verify: bool, jobs: int) -> Iterator[tuple[TraceResult, str]]:
+def replay_all(
+    make_adapter: Callable[[], Adapter], files: list[Path], verify: bool, jobs: int, record: bool = False
+) -> Iterator[tuple[TraceResult, str, Recording | None]]:
     """Every trace's result, in the order of `files`, with what the implementation said it is
-    ("" if nothing). With more than one job, `make_adapter` must come from
-    adapters.registry.adapter_factory: its `origin` is how the jobs make the same adapters."""
+    ("" if nothing) and, with `record`, its recorded answers (else None). With more than one
+    job, `make_adapter` must come from adapters.registry.adapter_factory: its `origin` is how
+    the jobs make the same adapters."""
     jobs = max(1, min(jobs, len(files) // TRACES_PER_JOB))
     if jobs == 1:
         for path in files:
-            yield replay_file(make_adapter, path, verify), getattr(make_adapter, "implementation", "")
+            result, recording = _replayed(make_adapter, path, verify, record)
+            yield result, getattr(make_adapter, "implementation", ""), recording
         return
     origin = getattr(make_adapter, "origin", None)
     if origin is None:
@@ -48,7 +54,7 @@ def replay_all(make_adapter: Callable[[], Adapter], files: list[Path], verify: b
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
     try:
-        yield from pool.imap(functools.partial(_replay, verify=verify), files, chunksize=CHUNK)
+        yield from pool.imap(functools.partial(_replay, verify=verify, record=record), files, chunksize=CHUNK)
     except BaseException:
         pool.terminate()  # an interrupt, a consumer that stopped early: the jobs' processes are killed, theirs die with them
         raise
@@ -82,7 +88,12 @@ def _exit_quietly(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _replay(path: Path, verify: bool) -> tuple[TraceResult, str]:
+def _replayed(make_adapter: Callable[[], Adapter], path: Path, verify: bool, record: bool) -> tuple[TraceResult, Recording | None]:
+    return replay_recorded(make_adapter, path, verify) if record else (replay_file(make_adapter, path, verify), None)
+
+
+def _replay(path: Path, verify: bool, record: bool) -> tuple[TraceResult, str, Recording | None]:
     if _failure is not None:
         raise _failure
-    return replay_file(_factory, path, verify), _factory.implementation
+    result, recording = _replayed(_factory, path, verify, record)
+    return result, _factory.implementation, recording

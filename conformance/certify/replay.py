@@ -325,11 +325,17 @@ def choice_divergence(step: int, said: str, followed: Followed, outcome: Outcome
     )
 
 
-def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
+def replay(adapter: Adapter, trace: Trace, path: str, reading: Callable[[Any], Any] | None = None, run_on: bool = False) -> TraceResult:
     """Run one trace through an adapter, judging each step against every outcome the
     specification allows (model/choices.py) and following the node's choice, held to the
-    alternative it first took at each one-way point; stop at the first departure or adapter
-    failure. A trace that needs a capability the adapter declares it lacks is not applicable."""
+    alternative it first took at each one-way point; stop judging at the first departure or
+    adapter failure. A trace that needs a capability the adapter declares it lacks is not applicable.
+
+    `reading` maps the node's configuration (its trace's profile) to the one it is judged under
+    (conformance/certify/deviation.py judges recorded answers under other readings). With
+    `run_on`, a departing trace's remaining inputs are still delivered, unjudged, so that a
+    recording adapter holds the implementation's answers to the whole trace: every input is the
+    trace's, bound to what the node sent (ResponseBinder), whatever the reading."""
     header = trace.header
     start = time.perf_counter()
     passed_rules: set[str] = set()
@@ -338,6 +344,8 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
     run = skipped = 0
     model = model_for(header.setting)
     config = model.config(header.setting, header.node)
+    if reading is not None:
+        config = reading(config)
     followed = [Followed(model.start(config, header.initial), {})]
     binder = ResponseBinder()
 
@@ -363,7 +371,7 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
         lacking = tuple(c for c in traces.required_capabilities(trace) if c in adapter.lacks)
         if lacking:
             return result(NOT_APPLICABLE, lacks=lacking, rules_not_applicable=tuple(sorted({r for step in trace.steps for r in step.rules})))
-        for step in trace.steps:
+        for index, step in enumerate(trace.steps):
             event = binder.bind(step.input)
             if event is None:
                 skipped += 1
@@ -384,6 +392,8 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
             outcomes = [outcome for found in judged.values() for outcome, _ in found]
             if matching and not consistent:
                 divergence = choice_divergence(step.step, said, *matching[0])
+                if run_on:
+                    deliver(adapter, binder, trace.steps[index + 1 :])
                 return result(DEPARTS, divergence=divergence, rules_failed=divergence.rules)
             if not matching:
                 expected = outcomes[0]
@@ -402,6 +412,8 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
                     actual_json=readable(found.actual_json, JSON_LIMIT),
                     allowed=tuple(",".join(f"{n}={a}" for n, a in outcome.picks) for outcome in outcomes[1:]),
                 )
+                if run_on:
+                    deliver(adapter, binder, trace.steps[index + 1 :])
                 return result(DEPARTS, divergence=divergence, rules_failed=broken)
             for reading in _readings(outcomes, [outcome for _, outcome in matching]):
                 readings[reading] += 1
@@ -417,14 +429,33 @@ def replay(adapter: Adapter, trace: Trace, path: str) -> TraceResult:
     except Exception as error:  # noqa: BLE001 - an adapter that fails in any way fails this trace alone
         failing = run + skipped
         where, failed_rules = (f"step {failing + 1}", trace.steps[failing].rules) if failing < len(trace.steps) else ("after the last step", ())
-        reason = str(error) if isinstance(error, AdapterError) else f"the adapter raised {type(error).__name__}: {error}"
-        return result(ERROR, failure=readable(f"{where}: {reason}"), rules_failed=failed_rules)
+        return result(ERROR, failure=readable(f"{where}: {failure_reason(error)}"), rules_failed=failed_rules)
     finally:
         try:
             adapter.close()
         except Exception:  # noqa: BLE001 - closing a failed adapter must not end the run either
             pass
     return result(CONFORMS)
+
+
+def deliver(adapter: Adapter, binder: ResponseBinder, steps: Iterable[Step]) -> None:
+    """Deliver the steps' inputs unjudged (replay's `run_on`), until the end or the adapter fails:
+    the trace has its verdict already."""
+    try:
+        for step in steps:
+            event = binder.bind(step.input)
+            if event is None:
+                continue
+            binder.note(adapter.step(event).sends)
+            if step.state is not None:
+                adapter.observe()
+    except Exception:  # noqa: BLE001 - a failure past the departure changes no verdict
+        pass
+
+
+def failure_reason(error: Exception) -> str:
+    """Why an adapter failed, in words: its own for an AdapterError, else what it raised."""
+    return str(error) if isinstance(error, AdapterError) else f"the adapter raised {type(error).__name__}: {error}"
 
 
 def trace_files(corpus: Path, verify: bool = True) -> list[Path]:
@@ -456,16 +487,16 @@ def of_systems(files: list[Path], systems: tuple[str, ...] | None) -> list[Path]
     return [path for path in files if wanted(path)]
 
 
-def replay_file(make_adapter: Callable[[], Adapter], path: Path, verify: bool = True) -> TraceResult:
+def replay_file(make_adapter: Callable[[], Adapter], path: Path, verify: bool = True, run_on: bool = False) -> TraceResult:
     """Read and replay one file (see replay_data)."""
     try:
         data = path.read_bytes()
     except OSError as error:
         return invalid(path, traces.TraceError(f"{path}: cannot read: {error.strerror}"))
-    return replay_data(make_adapter, path, data, changed=verify and changed_since_generated(path, data))
+    return replay_data(make_adapter, path, data, changed=verify and changed_since_generated(path, data), run_on=run_on)
 
 
-def replay_data(make_adapter: Callable[[], Adapter], path: Path, data: bytes, changed: bool) -> TraceResult:
+def replay_data(make_adapter: Callable[[], Adapter], path: Path, data: bytes, changed: bool, run_on: bool = False) -> TraceResult:
     """Replay a trace file's bytes; an unreadable trace, or one `changed` since its corpus was
     generated (its hash differs from the manifest's), fails with its error (the corpus is blamed,
     not the adapter); the run goes on."""
@@ -476,7 +507,7 @@ def replay_data(make_adapter: Callable[[], Adapter], path: Path, data: bytes, ch
         check_follows_model(trace)
     except traces.TraceError as error:
         return invalid(path, error)
-    return replay(make_adapter(), trace, str(path))
+    return replay(make_adapter(), trace, str(path), run_on=run_on)
 
 
 def invalid(path: Path, error: Exception) -> TraceResult:

@@ -7,6 +7,7 @@ from collections import Counter
 
 import msgspec
 
+from conformance.certify.deviation import Deviations
 from conformance.certify.replay import CONFORMS, DEPARTS, ERROR, NOT_APPLICABLE, TraceResult
 from conformance.corpus.cells import input_kind
 from model.choices import CHOICE_POINTS, ONE_WAY, ChoicePoint
@@ -63,6 +64,7 @@ class Certification(msgspec.Struct, frozen=True, kw_only=True):
     shortened: dict[str, str]  # failing trace -> its shortened reproducing trace file
     coverage: dict[str, dict[str, int]]  # rule -> input kind -> steps of the corpus exercising it
     inconsistent: tuple[Inconsistency, ...] = ()  # one-way choice points the implementation resolved more than one way
+    deviations: Deviations | None = None  # where traces depart: the deviations from the profile explaining them (None: none sought)
 
 
 class Totals(msgspec.Struct, frozen=True, kw_only=True):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from adapters.registry import adapter_factory
 from conformance.certify.certification import MAX_JOBS, certify, summary
+from conformance.certify.deviation import DEFAULT_BUDGET as DEVIATION_BUDGET
 from conformance.certify.reports.terminal import print_progress, terminal_summary
 from conformance.corpus.generate import DEFAULT_PROFILE, shipped_corpora
 from conformance.spark.session import spark_options, spark_session
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
             jobs=jobs,
             timings=not args.reproducible,
             spark=on_spark,
+            deviation_budget=DEVIATION_BUDGET if args.deviations else 0,
         )
     seconds = round(time.perf_counter() - started, 3)  # for the summary, where the reports leave it out
     if args.json:

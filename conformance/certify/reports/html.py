@@ -1,6 +1,6 @@
 """report.html: the certification for people, in a browser, as one self-contained file.
 
-The summary; the verdict per rule with its normative sentence and links to the traces that
+The summary; the deviations from the profile that explain the departures; the verdict per rule with its normative sentence and links to the traces that
 exercise it; the implementation's readings at the choice points, and the one-way points it
 resolved more than one way, with the traces showing each alternative; the capabilities it lacks; a
 coverage heat map (rules x input kinds, coloured by the traces passing, failing and not
@@ -18,10 +18,13 @@ from markupsafe import Markup
 
 from conformance.certify.replay import NOT_APPLICABLE, TraceResult, failure_text
 from conformance.certify.reports.wording import (
+    DEVIATIONS,
     FAILING,
     INCONSISTENT,
     allowed_text,
     corpus_profile_text,
+    deviation_headline,
+    deviation_rows,
     headline,
     inconsistent,
     lacking,
@@ -135,7 +138,20 @@ def html(report: Certification, corpus: dict[str, Trace], reproductions: dict[st
         heat_rows=heat_rows,
         divergences=divergences,
         traces=entries,
+        deviations=_deviations(report, by_path),
+        deviations_text=DEVIATIONS,
     )
+
+
+def _deviations(report: Certification, by_path: dict[str, TraceEntry]) -> dict | None:
+    """The deviations section's content, its traces linked; None without a search."""
+    if report.deviations is None:
+        return None
+    return {
+        "headline": deviation_headline(report),
+        "rows": [(name, count, by_path.get(first)) for name, count, first in deviation_rows(report)],
+        "unexplained": [(by_path[u.trace], u.failure) for u in report.deviations.unexplained],
+    }
 
 
 def _anchor(prefix: str, name: str, taken: set[str]) -> str:

@@ -4,7 +4,7 @@ adapter failed on an error, a trace needing a capability the implementation lack
 from pathlib import Path
 
 from conformance.certify.replay import CONFORMS, DEPARTS, NOT_APPLICABLE, TraceResult, failure_text
-from conformance.certify.reports.wording import needs_text
+from conformance.certify.reports.wording import deviation_headline, deviation_rows, needs_text
 from conformance.certify.verdicts import Certification
 from conformance.text import markup as attribute
 
@@ -20,12 +20,21 @@ def junit(report: Certification) -> str:
             "  <properties>",
             f'    <property name="corpus" value="{attribute(report.corpus)}"/>',
             f'    <property name="profile" value="{attribute(report.profile)}"/>',
+            *_deviations(report),
             "  </properties>",
             *cases,
             "</testsuite>",
             "",
         ]
     )
+
+
+def _deviations(report: Certification) -> list[str]:
+    """The deviations from the profile as properties: the headline, then one per deviation with the traces it explains."""
+    if report.deviations is None:
+        return []
+    rows = [f'    <property name="deviation" value="{attribute(name)}: {count} traces"/>' for name, count, _ in deviation_rows(report)]
+    return [f'    <property name="deviations" value="{attribute(deviation_headline(report))}"/>', *rows]
 
 
 def _time(seconds: float | None) -> str:

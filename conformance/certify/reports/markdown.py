@@ -5,9 +5,12 @@ from tabulate import tabulate
 from conformance.certify.replay import failure_text
 from conformance.certify.reports.wording import (
     FAILING,
+    DEVIATIONS,
     INCONSISTENT,
     allowed_text,
     corpus_profile_text,
+    deviation_headline,
+    deviation_rows,
     headline,
     inconsistent,
     lacking,
@@ -29,6 +32,7 @@ def markdown(report: Certification) -> str:
         f"Verdict: **{headline(report)}**. Traces: {trace_totals(report)} (steps matched: {steps_text(report.steps_run, report.steps, report.steps_skipped)})"
         f"{'' if report.seconds is None else f' in {report.seconds:.1f} s'}; corpus {markdown_code(report.corpus)}, {corpus_profile_text(report)}. Rules: {rule_totals(report)}.",
         "",
+        *deviations(report),
         "## Verdict per rule",
         "",
         tabulate([(v.rule, v.verdict, v.steps_passed, v.traces_failed) for v in report.rules], headers=("rule", "verdict", "traces passing it", "traces failing on it"), tablefmt="github"),
@@ -76,6 +80,20 @@ def markdown(report: Certification) -> str:
     rows = [[rule] + [report.coverage[rule].get(kind, "") for kind in kinds] for rule in report.coverage]
     lines += [tabulate(rows, headers=["rule"] + kinds, tablefmt="github"), ""]
     return "\n".join(lines)
+
+
+def deviations(report: Certification) -> list[str]:
+    """The section naming the deviations from the profile that explain the departures; none without a search."""
+    if report.deviations is None:
+        return []
+    lines = [f"## Deviations from {markdown_text(report.deviations.profile)}", "", f"**{markdown_text(deviation_headline(report))}**.", "", DEVIATIONS, ""]
+    rows = [(markdown_code(name, in_table=True), count, markdown_code(first, in_table=True)) for name, count, first in deviation_rows(report)]
+    if rows:
+        lines += [tabulate(rows, headers=("deviation", "traces it explains", "first of them"), tablefmt="github"), ""]
+    if report.deviations.unexplained:
+        rows = [(markdown_code(u.trace, in_table=True), markdown_text(u.failure)) for u in report.deviations.unexplained]
+        lines += ["Unexplained traces, with their first divergence read with the deviations:", "", tabulate(rows, headers=("trace", "first divergence"), tablefmt="github"), ""]
+    return lines
 
 
 def json_diff(differing: tuple[str, ...], expected_json: str, actual_json: str) -> list[str]:

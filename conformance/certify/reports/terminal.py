@@ -15,6 +15,8 @@ from conformance.certify.reports.wording import (
     allowed_text,
     alternative_text,
     corpus_profile_text,
+    deviation_headline,
+    deviation_rows,
     inconsistent,
     lacking,
     readings,
@@ -62,12 +64,21 @@ def terminal_summary(report: Certification, out: Path, show: int = 15, seconds: 
             text += "\n" + side_by_side(first.divergence.differing, first.divergence.expected_json, first.divergence.actual_json)
     if report.rules_failed:
         text += f"\n\nrules departed from: {' '.join(report.rules_failed)}"
+    if report.deviations is not None:
+        text += f"\n\ndeviations from {report.deviations.profile}: {deviation_headline(report)}"
+        rows = [(name, count, Path(first).name) for name, count, first in deviation_rows(report)]
+        if rows:
+            text += "\n" + wrapped_table(rows, ("deviation", "traces it explains", "first of them"), [None, None, None])
+        if report.deviations.unexplained:
+            first = report.deviations.unexplained[0]
+            text += f"\nfirst unexplained, {first.trace}:\n  {first.failure}"
     return text
 
 
 def print_progress(stage: str, done: int, total: int, count: int) -> None:
-    """One live line: traces replayed (and failed so far), then divergences shortened (and candidate replays left)."""
-    tail = f"failed {count}" if stage == "traces" else f"replays left {count}"
+    """One live line: traces replayed (and failed so far), divergences shortened (and candidate replays
+    left), then deviations tried in each round of the search (and found so far)."""
+    tail = {"traces": f"failed {count}", "shortening": f"replays left {count}", "deviations": f"found {count}"}[stage]
     print(f"\r  {stage} {done}/{total}  {tail}  ", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
 

@@ -134,3 +134,24 @@ def inconsistent(report: Certification) -> list[Resolved]:
         for found in report.inconsistent
         for shown in found.shown
     ]
+
+
+DEVIATIONS = (
+    "The deviations from the profile under which the departing traces conform, as few as the search found: an option of the model "
+    "at a value another profile gives it, or a choice point the profile pins at another alternative (kraftcheck choices lists them). The "
+    "implementation's recorded answers were judged again under each reading, without running it again. Each deviation is listed with "
+    "the traces that conform with it and not without it; a trace that conforms under none is unexplained: a bug, or a reading the "
+    "catalogue does not name."
+)
+
+
+def deviation_headline(report: Certification) -> str:
+    """E.g. "Apache Kafka 4.3.1 = kip595 + 12 named deviations; 3 traces unexplained"; asked of a report with deviations."""
+    found = report.deviations
+    text = f"{report.implementation or report.adapter} = {found.profile} + {_count(len(found.explained), 'named deviation')}; {_count(len(found.unexplained), 'trace')} unexplained"
+    return text if found.complete else f"{text} (the search stopped at its budget of replays)"
+
+
+def deviation_rows(report: Certification) -> list[tuple[str, int, str]]:
+    """Each deviation found, the traces it explains, and the first of them."""
+    return [(found.deviation, len(found.traces), found.traces[0] if found.traces else "-") for found in report.deviations.explained]

@@ -1,0 +1,130 @@
+"""The deviation report: which named readings an implementation that departs from a profile
+would need to conform, and what no reading explains.
+
+The implementation's recorded answers (conformance/certify/playback.py) are judged again under
+the profile read with deviations from the catalogue (model.config.deviations: an option at
+another profile's value, a pinned point at another alternative), so the implementation runs once.
+The search is greedy: it adds the deviation under which the most traces conform (ties: the one
+letting departing traces run furthest, then name order), while one helps; then drops each
+deviation the others do without. What still does not conform is unexplained: a bug, or a
+reading the catalogue does not name.
+"""
+
+from collections.abc import Callable
+
+import msgspec
+
+from conformance.certify.playback import Playback, Recording
+from conformance.certify.replay import CONFORMS, DEPARTS, TraceResult, failure_text, replay
+from model.config import Deviation, deviations, read_with
+from spec.trace import Trace
+
+DEFAULT_BUDGET = 1_000_000  # trace replays the search may spend; past it, it reports what it has found
+
+
+class Explained(msgspec.Struct, frozen=True, kw_only=True):
+    """A deviation found, and the traces that conform with it and not without it."""
+
+    deviation: str
+    traces: tuple[str, ...]
+
+
+class Unexplained(msgspec.Struct, frozen=True, kw_only=True):
+    """A trace that does not conform even read with the deviations found, and why, read so."""
+
+    trace: str
+    failure: str
+
+
+class Deviations(msgspec.Struct, frozen=True, kw_only=True):
+    profile: str  # the profile the deviations are from
+    departed: int  # traces departing under it
+    explained: tuple[Explained, ...]  # in name order
+    unexplained: tuple[Unexplained, ...]  # in corpus order
+    candidates: int  # the deviations of the catalogue tried
+    complete: bool  # False: the budget ran out, and the search stopped where it was
+
+
+class Judge:
+    """Judges recorded traces under the profile read with some deviations, counting the replays."""
+
+    def __init__(self, corpus: dict[str, tuple[Trace, Recording]], budget: int) -> None:
+        self.corpus = corpus
+        self.left = budget
+
+    def __call__(self, chosen: tuple[Deviation, ...], paths: list[str]) -> dict[str, TraceResult]:
+        self.left -= len(paths)
+        return {path: replay(Playback(self.corpus[path][1]), self.corpus[path][0], path, reading=lambda config: read_with(config, chosen)) for path in paths}
+
+
+def conforming(results: dict[str, TraceResult]) -> set[str]:
+    return {path for path, result in results.items() if result.verdict == CONFORMS}
+
+
+def explain(
+    profile: str,
+    results: list[TraceResult],
+    corpus: dict[str, tuple[Trace, Recording]],
+    budget: int = DEFAULT_BUDGET,
+    progress: Callable[[str, int, int, int], None] | None = None,
+) -> Deviations:
+    """The smallest set of deviations from `profile` the search finds under which the departing
+    traces conform, given the live results and, for the KRaft traces of the profile, the trace
+    and its recording by path; other departing traces are unexplained as they are.
+    `progress("deviations", tried, candidates, found)` after each candidate."""
+    judge = Judge(corpus, budget)
+    departing = [r.trace for r in results if r.verdict == DEPARTS and r.trace in corpus]
+    kept = [r.trace for r in results if r.verdict == CONFORMS and r.trace in corpus]
+    catalogue = deviations(profile)
+    chosen: tuple[Deviation, ...] = ()
+    now = {r.trace: r for r in results if r.trace in corpus}
+    complete = True
+    while complete:
+        unsettled = [path for path in departing if now[path].verdict != CONFORMS]
+        settled = [path for path in departing + kept if now[path].verdict == CONFORMS]
+        best, best_score, best_results = None, (0, 0), {}
+        open_choices = [d for d in catalogue if d.key not in {c.key for c in chosen}]
+        for tried, candidate in enumerate(open_choices, start=1):
+            if judge.left < len(unsettled) + len(settled):
+                complete = False
+                break
+            trial = judge((*chosen, candidate), unsettled)
+            gained = len(conforming(trial))
+            further = sum(trial[path].steps_run - now[path].steps_run for path in unsettled)
+            if gained or further > 0:
+                checked = judge((*chosen, candidate), settled)
+                score = (gained - (len(settled) - len(conforming(checked))), further)
+                if score > best_score:
+                    best, best_score, best_results = candidate, score, trial | checked
+            if progress:
+                progress("deviations", tried, len(open_choices), len(chosen))
+        if best is None:
+            break
+        chosen = tuple(sorted((*chosen, best)))
+        now |= best_results
+    chosen = needed(judge, chosen, [path for path in departing + kept if now[path].verdict == CONFORMS])
+    final = judge(chosen, departing + kept)
+    conform = sorted(conforming(final))
+    explained = tuple(
+        Explained(deviation=d.name, traces=tuple(sorted(set(conform) - conforming(judge(tuple(c for c in chosen if c != d), conform)))))
+        for d in chosen
+    )
+    read = [final.get(r.trace, r) for r in results if r.verdict in (CONFORMS, DEPARTS)]
+    unexplained = tuple(Unexplained(trace=r.trace, failure=failure_text(r)) for r in read if r.verdict != CONFORMS)
+    return Deviations(
+        profile=profile,
+        departed=sum(r.verdict == DEPARTS for r in results),
+        explained=explained,
+        unexplained=unexplained,
+        candidates=len(catalogue),
+        complete=complete,
+    )
+
+
+def needed(judge: Judge, chosen: tuple[Deviation, ...], conform: list[str]) -> tuple[Deviation, ...]:
+    """The deviations chosen, less each the others do without: the traces in `conform` still conform."""
+    for deviation in chosen:
+        without = tuple(c for c in chosen if c != deviation)
+        if len(conforming(judge(without, conform))) == len(conform):
+            chosen = without
+    return chosen
