@@ -5,7 +5,9 @@ The implementation's recorded answers (conformance/certify/playback.py) are judg
 the profile read with deviations from the catalogue (model.config.deviations: an option at
 another profile's value, a pinned point at another alternative), so the implementation runs once.
 The search is greedy: it adds the deviation under which the most traces conform (ties: the one
-letting departing traces run furthest, then name order), while one helps; then drops each
+letting departing traces run furthest, then name order), while one helps. Where none helps
+alone, it tries pairs, one of which changed how some trace departs (Kafka's first Fetch, to
+itself, needs both unattached_discovery and discovery_includes_self). Last, it drops each
 deviation the others do without. What still does not conform is unexplained: a bug, or a
 reading the catalogue does not name.
 """
@@ -61,6 +63,40 @@ def conforming(results: dict[str, TraceResult]) -> set[str]:
     return {path for path, result in results.items() if result.verdict == CONFORMS}
 
 
+class Round:
+    """One round of the search: the additions to the deviations chosen, each judged on the traces
+    not conforming yet and, where it helps them, on those conforming (which it must not break)."""
+
+    def __init__(self, judge: Judge, chosen: tuple[Deviation, ...], now: dict[str, TraceResult], departing: list[str], kept: list[str], progress) -> None:
+        self.judge, self.chosen, self.now, self.progress = judge, chosen, now, progress
+        self.unsettled = [path for path in departing if now[path].verdict != CONFORMS]
+        self.settled = [path for path in departing + kept if now[path].verdict == CONFORMS]
+        self.best: tuple[Deviation, ...] | None = None
+        self.best_score = (0, 0)  # traces conforming more, steps run further in those that do not
+        self.best_results: dict[str, TraceResult] = {}
+        self.moving: list[Deviation] = []  # the single additions that changed how some trace departs
+
+    def try_all(self, additions: list[tuple[Deviation, ...]]) -> bool:
+        """Judge each addition, keeping the best; False where the budget ran out first."""
+        for tried, addition in enumerate(additions, start=1):
+            if self.judge.left < len(self.unsettled) + len(self.settled):
+                return False
+            reading = (*self.chosen, *addition)
+            trial = self.judge(reading, self.unsettled)
+            if len(addition) == 1 and any(trial[path].divergence != self.now[path].divergence for path in self.unsettled):
+                self.moving.append(addition[0])
+            gained = len(conforming(trial))
+            further = sum(trial[path].steps_run - self.now[path].steps_run for path in self.unsettled)
+            if gained or further > 0:
+                checked = self.judge(reading, self.settled)
+                score = (gained - (len(self.settled) - len(conforming(checked))), further)
+                if score > self.best_score:
+                    self.best, self.best_score, self.best_results = addition, score, trial | checked
+            if self.progress:
+                self.progress("deviations", tried, len(additions), len(self.chosen))
+        return True
+
+
 def explain(
     profile: str,
     results: list[TraceResult],
@@ -80,28 +116,16 @@ def explain(
     now = {r.trace: r for r in results if r.trace in corpus}
     complete = True
     while complete:
-        unsettled = [path for path in departing if now[path].verdict != CONFORMS]
-        settled = [path for path in departing + kept if now[path].verdict == CONFORMS]
-        best, best_score, best_results = None, (0, 0), {}
-        open_choices = [d for d in catalogue if d.key not in {c.key for c in chosen}]
-        for tried, candidate in enumerate(open_choices, start=1):
-            if judge.left < len(unsettled) + len(settled):
-                complete = False
-                break
-            trial = judge((*chosen, candidate), unsettled)
-            gained = len(conforming(trial))
-            further = sum(trial[path].steps_run - now[path].steps_run for path in unsettled)
-            if gained or further > 0:
-                checked = judge((*chosen, candidate), settled)
-                score = (gained - (len(settled) - len(conforming(checked))), further)
-                if score > best_score:
-                    best, best_score, best_results = candidate, score, trial | checked
-            if progress:
-                progress("deviations", tried, len(open_choices), len(chosen))
-        if best is None:
+        search = Round(judge, chosen, now, departing, kept, progress)
+        singles = [(d,) for d in catalogue if d.key not in {c.key for c in chosen}]
+        complete = search.try_all(singles)
+        if complete and search.best is None:
+            pairs = [(a, *b) for a in search.moving for b in singles if b[0].key != a.key and (b[0] not in search.moving or a.name < b[0].name)]
+            complete = search.try_all(pairs)
+        if search.best is None:
             break
-        chosen = tuple(sorted((*chosen, best)))
-        now |= best_results
+        chosen = tuple(sorted((*chosen, *search.best)))
+        now |= search.best_results
     chosen = needed(judge, chosen, [path for path in departing + kept if now[path].verdict == CONFORMS])
     final = judge(chosen, departing + kept)
     conform = sorted(conforming(final))

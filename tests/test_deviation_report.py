@@ -1,0 +1,125 @@
+"""The deviation report: certifying an implementation of one profile against another's corpus names
+the options and pinned readings it takes, and leaves a plain bug unexplained; the implementation's
+answers, recorded once, judge alike when played back."""
+
+import json
+import shutil
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from adapters.model_adapter import ModelAdapter
+from adapters.mutants import mutant_adapter
+from conformance.certify.certification import certify
+from conformance.certify.deviation import Deviations
+from conformance.certify.playback import Playback, replay_recorded
+from conformance.certify.replay import replay, trace_files
+from conformance.certify.reports.terminal import terminal_summary
+from conformance.corpus.generate import DEFAULT_CORPUS
+from model.config import PINS, PROFILES, Options, read_with
+from spec import trace as traces
+from spec.trace import Header
+
+SHIPPED = trace_files(DEFAULT_CORPUS)
+SAMPLE = SHIPPED[::8]  # about 130 traces of every kind: the whole corpus takes a minute
+KAFKA = "kafka-3.9"
+
+
+class UnderProfile(ModelAdapter):
+    """The reference under another profile than its traces': an implementation of that profile."""
+
+    def __init__(self, profile: str) -> None:
+        super().__init__(f"reference under {profile}")
+        self.profile = profile
+
+    def start(self, header: Header) -> None:
+        if header.cluster is not None:
+            header = msgspec.structs.replace(header, cluster=msgspec.structs.replace(header.cluster, profile=self.profile))
+        super().start(header)
+
+
+class FailingAt(ModelAdapter):
+    """The reference, crashing at its third step."""
+
+    def start(self, header: Header) -> None:
+        super().start(header)
+        self.taken = 0
+
+    def step(self, event):
+        self.taken += 1
+        if self.taken == 3:
+            raise RuntimeError("crashed")
+        return super().step(event)
+
+
+def corpus_of(files: list[Path], directory: Path) -> Path:
+    directory.mkdir()
+    for path in files:
+        shutil.copy(path, directory / path.name)
+    return directory
+
+
+def kafka_differences() -> set[str]:
+    """How kafka-3.9 differs from kip595, from the profile's definition: its options, its pins."""
+    kip, kafka = Options(), PROFILES[KAFKA]
+    options = {f"option {field}={getattr(kafka, field)}" for field in Options.__struct_fields__ if getattr(kafka, field) != getattr(kip, field)}
+    return options | {f"{point}={pin.alternative}" for point, pin in PINS[KAFKA].items()}
+
+
+def without_timing(result):
+    return msgspec.structs.replace(result, seconds=None)
+
+
+def test_an_implementation_of_kafka_3_9_is_kip595_plus_kafka_3_9s_readings(tmp_path):
+    corpus = corpus_of(SAMPLE, tmp_path / "corpus")
+    report = certify("reference-kafka-3.9", lambda: UnderProfile(KAFKA), corpus, tmp_path / "out", shorten_budget=0, timings=False)
+    assert report.departed > 50
+    found = report.deviations
+    assert found.profile == "kip595" and found.complete and found.departed == report.departed
+    assert found.unexplained == ()
+    named = {explained.deviation for explained in found.explained}
+    assert named <= kafka_differences()
+    assert "option unattached_discovery=True" in named  # the reason nearly every trace departs at its first step
+    assert all(explained.traces for explained in found.explained)
+    departing = {r.trace for r in report.results if r.verdict == "departs"}
+    assert set().union(*(explained.traces for explained in found.explained)) <= departing
+
+    headline = f"reference-kafka-3.9 = kip595 + {len(named)} named deviations; 0 traces unexplained"
+    out = tmp_path / "out"
+    assert f"**{headline}**" in (out / "report.md").read_text()
+    assert headline in (out / "report.html").read_text()
+    assert headline in (out / "junit.xml").read_text()
+    assert headline in terminal_summary(report, out)
+    assert msgspec.convert(json.loads((out / "report.json").read_text())["deviations"], Deviations) == found
+
+    first = {name: (out / name).read_bytes() for name in ("report.md", "report.json", "junit.xml", "report.html")}
+    certify("reference-kafka-3.9", lambda: UnderProfile(KAFKA), corpus, out, shorten_budget=0, timings=False)
+    assert {name: (out / name).read_bytes() for name in first} == first
+
+
+def test_a_plain_bug_is_no_named_deviation(tmp_path):
+    corpus = corpus_of([path for path in SHIPPED if "-walk-" in path.name], tmp_path / "corpus")
+    report = certify("mutant:hw-any-epoch", lambda: mutant_adapter("hw-any-epoch"), corpus, tmp_path / "out", shorten_budget=0, timings=False)
+    assert report.departed
+    assert report.deviations.explained == ()
+    assert [u.trace for u in report.deviations.unexplained] == [r.trace for r in report.results if r.verdict == "departs"]
+    assert all("HW-1" in u.failure for u in report.deviations.unexplained)
+
+
+def test_no_search_where_nothing_departs_or_none_is_asked(tmp_path):
+    corpus = corpus_of(SAMPLE[:20], tmp_path / "corpus")
+    assert certify("reference", lambda: ModelAdapter("reference"), corpus, tmp_path / "a", shorten_budget=0).deviations is None
+    bug = lambda: mutant_adapter("hw-any-epoch")  # noqa: E731
+    assert certify("mutant", bug, corpus, tmp_path / "b", shorten_budget=0, deviation_budget=0).deviations is None
+
+
+@pytest.mark.parametrize("make", [lambda: UnderProfile(KAFKA), lambda: mutant_adapter("hw-any-epoch"), lambda: FailingAt("failing")], ids=["kafka-3.9", "bug", "crash"])
+def test_playback_judges_as_the_live_run(make):
+    for path in SAMPLE:
+        live, recording = replay_recorded(make, path)
+        trace = traces.read(path)
+        played = replay(Playback(recording), trace, str(path))
+        assert without_timing(played) == without_timing(live), path.name
+        if trace.header.system == "kraft":  # the search reads KRaft traces only: ISR replicas have no profile
+            assert without_timing(replay(Playback(recording), trace, str(path), reading=lambda config: read_with(config, ()))) == without_timing(live)
