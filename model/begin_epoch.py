@@ -4,7 +4,7 @@ from model.config import NodeConfig
 from model.events import Response, Send
 from model.messages import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import as_sent, Transition, awaits, become_follower, dropped, observe_leader, replace, shut_down
+from model.transitions import as_sent, Transition, awaits, become_follower, dropped, names_self_wrongly, observe_leader, refused_as_invalid, replace, shut_down
 from model.validity import ahead_of_epoch_check, begin_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
@@ -28,6 +28,8 @@ def handle_begin_request(config: NodeConfig, state: NodeState, source: int, requ
         return answer(state, ("COMMON-4",), refusal)
     if request.LeaderEpoch < state.epoch:
         return answer(state, ("BEGIN-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
+    if names_self_wrongly(config, state, request.LeaderId, request.LeaderEpoch):  # refused before, unless conflicting_leader_fatal
+        return shut_down(state, f"BeginQuorumEpoch from {source} names this node leader of epoch {request.LeaderEpoch}, which it does not lead", ("BEGIN-REQ-3",))
     if request.LeaderEpoch == state.epoch and state.leader_id != -1:
         if state.leader_id != request.LeaderId and config.options.conflicting_leader_fatal:
             return shut_down(state, f"BeginQuorumEpoch names leader {request.LeaderId} of epoch {state.epoch}, whose leader is {state.leader_id}", ("BEGIN-REQ-3",))
@@ -45,6 +47,8 @@ def handle_begin_response(config: NodeConfig, state: NodeState, event: Response)
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         return Transition(state, (), ("COMMON-3",))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
+    if refused_as_invalid(config, state, response.PartitionErrorCode, response.LeaderEpoch, observed):
+        return shut_down(state, f"BeginQuorumEpoch response from {event.source}: INVALID_REQUEST", ("COMMON-3",))
     if observed is not None:
         fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
         return Transition(observed[0], observed[1], ("BEGIN-RESP-3", "COMMON-3") if fenced else ("COMMON-3",))

@@ -141,18 +141,32 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # place past the last successor (handleEndQuorumEpochRequest -> maybeTransition,
     # endEpochElectionBackoff).
     end_epoch_as_news: bool = False
-    # BEGIN-REQ-3, END-REQ-3: a BeginQuorumEpoch or EndQuorumEpoch naming another leader for an
-    # epoch whose leader the node knows, or an EndQuorumEpoch whose leader it would follow but
-    # cannot reach (outside its voter set, so without an endpoint). False: refused
-    # (INVALID_QUORUM_STATE, UNKNOWN_LEADER_EPOCH); True: Kafka throws in maybeTransition ("is
-    # inconsistent with current leader") or transitionToFollower, and the node stops: a Kafka
-    # bug, class (d), the KIP refuses such a request.
+    # BEGIN-REQ-3, END-REQ-3, COMMON-4: a BeginQuorumEpoch or EndQuorumEpoch naming another leader
+    # for an epoch whose leader the node knows, naming the node itself as leader of an epoch it
+    # does not lead (any epoch but its own, or its own while it is not its leader), or an
+    # EndQuorumEpoch whose leader it would follow but cannot reach (outside its voter set, so
+    # without an endpoint). False: refused (INVALID_QUORUM_STATE, UNKNOWN_LEADER_EPOCH,
+    # INVALID_REQUEST for itself named); True: Kafka throws in maybeTransition ("is inconsistent
+    # with current leader": hasConsistentLeader, which for the node's own id asks isLeader) or
+    # transitionToFollower ("matches the local node.id"), and the node stops, while a leader named
+    # in its own epoch answers NONE: a Kafka bug, class (d), the KIP refuses such a request.
     conflicting_leader_fatal: bool = False
     # BEGIN-REQ-1, FETCH-RESP-4, BOOT-2: a cluster-id conflict in a BeginQuorumEpoch or a Fetch
     # response. True: fatal, the node shuts down (the KIP); False: the request is answered
     # INCONSISTENT_CLUSTER_ID and the response taken as a failed Fetch, sent again elsewhere, as
     # Kafka does (handleBeginQuorumEpochRequest, handleTopLevelError; KAFKA-12465, class (d)).
     cluster_id_conflict_fatal: bool = True
+    # COMMON-3 for a response refused INVALID_REQUEST in the node's own epoch, naming no leader it
+    # would follow. False: taken as any other error (the model's reading); True: fatal, the node
+    # stops, as Kafka throws "Received unexpected invalid request error"
+    # (KafkaRaftClient.maybeHandleCommonResponse, for Vote, BeginQuorumEpoch, EndQuorumEpoch and
+    # Fetch responses; an earlier epoch's is dropped first, a later one's followed).
+    invalid_request_response_fatal: bool = False
+    # HW-4: a Fetch response whose high watermark (bounded by the log end) is below the one the
+    # follower knows. False: the follower takes it (the model's reading); True: fatal, the node
+    # stops, as Kafka throws "Non-monotonic update of high watermark"
+    # (KafkaRaftClient.updateFollowerHighWatermark -> FollowerState.updateHighWatermark).
+    high_watermark_regression_fatal: bool = False
     # DESCRIBE-REQ-1 at a non-leader. False: NOT_LEADER_OR_FOLLOWER with the leader and epoch it
     # knows (COMMON-2); True: with leader 0 and epoch 0, the schema's defaults, as Kafka builds it
     # (DescribeQuorumResponse.singletonErrorResponse; class (d)).
@@ -179,7 +193,7 @@ PROFILES: dict[str, Options] = {
         top_level_error_alone=True, progress_timeout_resigns=True, restart_resigned_ends_epoch=True, resigned_resends_end_epoch=True,
         stale_responses_ignored=True, discovery_appends=True, stalled_fetch_any_voter=True, refused_fetch_without_high_watermark=True,
         check_quorum_resets_on_majority=True, voter_set_unchecked=True, end_epoch_as_news=True, conflicting_leader_fatal=True,
-        cluster_id_conflict_fatal=False, describe_refusal_defaults=True,
+        cluster_id_conflict_fatal=False, describe_refusal_defaults=True, invalid_request_response_fatal=True, high_watermark_regression_fatal=True,
     ),
 }
 # Apache Kafka 4.3: Kafka 3.9's readings, with pre-vote (KIP-996), a follower's vote kept in the

@@ -4,7 +4,22 @@ from model.config import NodeConfig
 from model.events import Response, Send, SetTimer, TimerKind
 from model.messages import EndQuorumEpochRequest, EndQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import as_sent, NO_OUTPUTS, Transition, awaits, become_follower, dropped, enter_role, observe_leader, replace, shut_down, stand, standing_rules
+from model.transitions import (
+    as_sent,
+    NO_OUTPUTS,
+    Transition,
+    awaits,
+    become_follower,
+    dropped,
+    enter_role,
+    names_self_wrongly,
+    observe_leader,
+    refused_as_invalid,
+    replace,
+    shut_down,
+    stand,
+    standing_rules,
+)
 from model.validity import ahead_of_epoch_check, end_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
@@ -57,6 +72,8 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
         return answer(state, ("COMMON-4",), refusal)
     if request.LeaderEpoch < state.epoch:
         return answer(state, ("END-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
+    if names_self_wrongly(config, state, request.LeaderId, request.LeaderEpoch):  # refused before, unless conflicting_leader_fatal
+        return shut_down(state, f"EndQuorumEpoch from {source} names this node leader of epoch {request.LeaderEpoch}, which it does not lead", ("END-REQ-3",))
     news = config.options.end_epoch_as_news and request.LeaderId != -1  # a candidate's resignation (END-REQ-3B) names no leader to follow
     unknown = request.LeaderEpoch > state.epoch or state.leader_id == -1
     if unknown and not news:
@@ -96,6 +113,8 @@ def handle_end_response(config: NodeConfig, state: NodeState, event: Response) -
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         return Transition(state, NO_OUTPUTS, ("COMMON-3",))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
+    if refused_as_invalid(config, state, response.PartitionErrorCode, response.LeaderEpoch, observed):
+        return shut_down(state, f"EndQuorumEpoch response from {event.source}: INVALID_REQUEST", ("COMMON-3",))
     if observed is not None:
         fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
         return Transition(observed[0], observed[1], ("END-RESP-2", "COMMON-3") if fenced else ("COMMON-3",))

@@ -13,6 +13,7 @@ from model.transitions import (
     become_unattached,
     dropped,
     observe_leader,
+    refused_as_invalid,
     replace,
     send_fetch,
     shut_down,
@@ -103,6 +104,8 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
         return shut_down(state, reason, ("FETCH-RESP-4", "BOOT-2"))
     leader = response.CurrentLeader
     observed = observe_leader(config, state, leader.LeaderId, leader.LeaderEpoch)
+    if refused_as_invalid(config, state, response.PartitionErrorCode, leader.LeaderEpoch, observed):
+        return shut_down(state, f"Fetch response from {event.source}: INVALID_REQUEST", ("COMMON-3",))
     fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
     clean = response.ErrorCode == errors.NONE and response.PartitionErrorCode == errors.NONE and response.DivergingEpoch.Epoch == -1
     if observed is not None:
@@ -167,11 +170,15 @@ def take_answer(config: NodeConfig, state: NodeState, event: Response) -> Transi
         truncated, outputs = send_fetch(config, replace(state, log=log, fetched_from_leader=heard_from_leader(config, state) and answered, fetch_stalled=state.fetch_stalled and not answered))
         return Transition(truncated, outputs, ("FETCH-RESP-2", "K101-3", "FETCH-SEND-2", "FETCH-SEND-1"))
     rules: tuple[str, ...] = ("FETCH-RESP-3", "HW-4", "FETCH-SEND-2", "FETCH-SEND-1")
+    replicated = replicate(config, state, response)
+    if config.options.high_watermark_regression_fatal and 0 <= replicated.high_watermark < state.high_watermark:
+        reason = f"Fetch response from {event.source}: high watermark {response.HighWatermark} is below ours, {state.high_watermark}"
+        return shut_down(state, reason, ("HW-4",))
     records = response.Records or ()
     if records and records[0].Offset == len(state.log) and any(not isinstance(r.Value, int) for r in records):
         rules += ("FETCH-RESP-5",)
-    replicated, outputs = send_fetch(config, replicate(config, state, response))
-    return Transition(replicated, outputs, rules)
+    fetching, outputs = send_fetch(config, replicated)
+    return Transition(fetching, outputs, rules)
 
 
 def replicate(config: NodeConfig, state: NodeState, response: FetchResponse) -> NodeState:

@@ -19,6 +19,7 @@ from model.messages import (
     VoteRequest,
 )
 from model.state import NodeState, Role
+from spec import errors
 
 replace = msgspec.structs.replace
 
@@ -74,6 +75,19 @@ def dropped(config: NodeConfig, state: NodeState, awaited: bool) -> bool:
 def shut_down(state: NodeState, reason: str, rules: tuple[str, ...], sent: tuple[Output, ...] = NO_OUTPUTS) -> Transition:
     """A fatal error: the node stops, its volatile state gone, after sending `sent`, and says why."""
     return Transition(enter_role(state, Role.DOWN, high_watermark=0), sent + (Shutdown(reason=reason),), rules)
+
+
+def names_self_wrongly(config: NodeConfig, state: NodeState, leader_id: int, epoch: int) -> bool:
+    """Options.conflicting_leader_fatal: a BeginQuorumEpoch or EndQuorumEpoch names the node itself
+    as leader of an epoch it does not lead, which Kafka cannot follow (hasConsistentLeader asks
+    isLeader; transitionToFollower refuses the local id)."""
+    return leader_id == config.node_id and not (state.role == Role.LEADER and epoch == state.epoch)
+
+
+def refused_as_invalid(config: NodeConfig, state: NodeState, error: int, epoch: int, observed: object) -> bool:
+    """Options.invalid_request_response_fatal: a response refused INVALID_REQUEST in the node's
+    epoch, naming no leader it follows (`observed` None), is fatal (maybeHandleCommonResponse)."""
+    return config.options.invalid_request_response_fatal and error == errors.INVALID_REQUEST and epoch == state.epoch and observed is None
 
 
 def fetch_request(config: NodeConfig, state: NodeState) -> FetchRequest:

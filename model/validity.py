@@ -57,10 +57,11 @@ def vote_refusal(config: NodeConfig, request: VoteRequest) -> Refusal | None:
 
 def leader_refusal(config: NodeConfig, leader_id: int, epoch: int, *, no_leader: bool = False) -> Refusal | None:
     """BeginQuorumEpoch and EndQuorumEpoch name a voter other than the receiver as leader (or,
-    where `no_leader` allows it, none: a candidate's resignation, END-REQ-3B)."""
+    where `no_leader` allows it, none: a candidate's resignation, END-REQ-3B). The receiver
+    itself named is left to the handler under Options.conflicting_leader_fatal (`names_self_wrongly`)."""
     if no_leader and leader_id == -1 and epoch >= 0:
         return None
-    if epoch < 0 or leader_id < 0 or leader_id == config.node_id:
+    if epoch < 0 or leader_id < 0 or (leader_id == config.node_id and not config.options.conflicting_leader_fatal):
         return Refusal(errors.INVALID_REQUEST, of_offsets=False)
     return None if leader_id in config.voters or config.options.voter_set_unchecked else Refusal(errors.INCONSISTENT_VOTER_SET, of_offsets=False)
 

@@ -17,7 +17,9 @@ from model.transitions import (
     last_record_offset,
     lose_pre_vote,
     observe_leader,
+    refused_as_invalid,
     replace,
+    shut_down,
     stand,
     standing_rules,
 )
@@ -117,6 +119,8 @@ def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) 
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         return Transition(state, (), ("BOOT-3", "COMMON-3"))
     observed = observe_leader(config, state, response.LeaderId, response.LeaderEpoch)
+    if refused_as_invalid(config, state, response.PartitionErrorCode, response.LeaderEpoch, observed):
+        return shut_down(state, f"Vote response from {event.source}: INVALID_REQUEST", ("COMMON-3",))
     if observed is not None and config.choices.pick("COMMON-3") == "candidate-only":
         # The KIP's Vote response handling: ignored once no longer a candidate; a candidate
         # takes a larger epoch, as unattached, and follows no leader named in a Vote response.

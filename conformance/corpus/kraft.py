@@ -23,7 +23,16 @@ from conformance.explore.configs import CheckConfig
 from conformance.explore.kraft_system import KraftSystem
 from model.cluster import Cluster, Deliver, Drop, event_of
 from model.events import Request, Response
-from model.messages import BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, OffsetsForLeaderEpochRequest, VoteRequest
+from model.messages import (
+    BeginQuorumEpochRequest,
+    DescribeQuorumRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchResponse,
+    OffsetsForLeaderEpochRequest,
+    VoteRequest,
+    VoteResponse,
+)
 from model.network import Envelope
 from model.state import NodeState
 from spec import errors
@@ -63,20 +72,25 @@ def message_probes(envelope: Envelope, me: int, voters: tuple[int, ...], observe
     """Variants of a message in flight that the cluster itself never produces.
 
     A request: delivered to a node it was not sent to; as another cluster's; as sent by a
-    non-voter; naming another leader; naming leader -1, or a Fetch with a last epoch above its
-    own (COMMON-4); an EndQuorumEpoch that does not prefer the receiver. Never one naming the
-    receiver as its sender.
-    A response to the node's own request: the answer of a node of another cluster.
+    non-voter; naming another leader, or the receiver itself; naming leader -1, or a Fetch with
+    a last epoch above its own (COMMON-4); an EndQuorumEpoch that does not prefer the receiver.
+    Never one naming the receiver as its sender.
+    A response to the node's own request: the answer of a node of another cluster; the request
+    refused INVALID_REQUEST; a Fetch's answer with a high watermark of 0.
     """
     message = envelope.message
+    replace = msgspec.structs.replace
     if envelope.request is not None:
         if envelope.destination != me:
             return []
-        foreign = type(message)(ErrorCode=errors.INCONSISTENT_CLUSTER_ID)
-        return [Response(source=envelope.source, message=foreign, request=envelope.request)]
+        answers = [type(message)(ErrorCode=errors.INCONSISTENT_CLUSTER_ID), replace(message, PartitionErrorCode=errors.INVALID_REQUEST)]
+        if type(message) is VoteResponse:
+            answers[1] = replace(answers[1], VoteGranted=False)
+        if type(message) is FetchResponse and message.HighWatermark > 0:
+            answers.append(replace(message, HighWatermark=0))
+        return [Response(source=envelope.source, message=answer, request=envelope.request) for answer in answers]
     if envelope.source == me:
         return []
-    replace = msgspec.structs.replace
     variants = [(envelope.source, message)] if envelope.destination != me else []
     if getattr(message, "ClusterId", None) is not None:
         variants.append((envelope.source, replace(message, ClusterId=OTHER_CLUSTER)))
@@ -85,6 +99,8 @@ def message_probes(envelope: Envelope, me: int, voters: tuple[int, ...], observe
         for other in (tuple(o for o in observers if o != me)[:1] + tuple(v for v in voters if v not in (me, getattr(message, leader_field)))[:1]):
             variants.append((other, replace(message, **{leader_field: other})))
         variants.append((envelope.source, replace(message, **{leader_field: -1})))
+    if type(message) in (BeginQuorumEpochRequest, EndQuorumEpochRequest):
+        variants.append((envelope.source, replace(message, LeaderId=me)))
     if type(message) is FetchRequest:
         variants.append((envelope.source, replace(message, LastFetchedEpoch=message.CurrentLeaderEpoch + 1)))
     if type(message) is EndQuorumEpochRequest and me in message.PreferredSuccessors:
