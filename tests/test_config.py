@@ -124,6 +124,8 @@ KAFKA_3_9 = {
     "conflicting_leader_fatal": True,
     "cluster_id_conflict_fatal": False,
     "describe_refusal_defaults": True,
+    "invalid_request_response_fatal": True,
+    "high_watermark_regression_fatal": True,
 }
 
 EXPECTED_PROFILES = {
