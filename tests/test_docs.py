@@ -170,7 +170,7 @@ def test_the_readme_links_resolve_to_files_of_the_repository():
 
 
 TWO_COMMANDS = """```sh
-scripts/bootstrap && .venv/bin/kraftcheck check --config tlc-kraft-if4   # set up, then model-check tlc-kraft-if4 (about 2 minutes)
+scripts/bootstrap && .venv/bin/kraftcheck check --config tlc-kraft-if4   # set up, then model-check tlc-kraft-if4 (34 million states: about 10 minutes on 2 cores)
 scripts/test                                                         # run the test suite
 ```"""
 
