@@ -157,8 +157,9 @@ def test_mutation_score_of_a_corpus_with_no_readable_trace_fails_plainly(tmp_pat
     assert done.returncode == 1 and "mutation score: 0/0 (the corpus has no readable trace)" in done.stdout
 
 
-def hostile_node(tmp_path: Path, reply: str) -> str:
-    """A subprocess implementation that answers `start` properly and every later command with `reply` (Python source of bytes)."""
+def hostile_node(tmp_path: Path, reply: str, start: str = "b'{\"ok\":true}\\n'") -> str:
+    """A subprocess implementation that answers `start` with `start` (properly, by default) and
+    every later command with `reply` (each Python source of bytes)."""
     script = tmp_path / "node.py"
     script.write_text(
         textwrap.dedent(
@@ -168,7 +169,7 @@ def hostile_node(tmp_path: Path, reply: str) -> str:
             for line in sys.stdin.buffer:
                 if b'"stop"' in line:
                     break
-                sys.stdout.buffer.write(b'{{"ok":true}}\\n' if first else {reply})
+                sys.stdout.buffer.write({start} if first else {reply})
                 sys.stdout.buffer.flush()
                 first = False
             """
@@ -203,25 +204,11 @@ HOSTILE_TEXT = "<script>alert(1)</script><img src=x onerror=alert(2)> | # [x](ja
 
 
 def test_text_from_an_implementation_is_escaped_in_every_report_format(tmp_path):
-    script = tmp_path / "node.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
-            import json, sys
-            first = True
-            for line in sys.stdin.buffer:
-                if b'"stop"' in line:
-                    break
-                reply = {{"ok": True, "implementation": {HOSTILE_TEXT!r}}} if first else {{"ok": False, "error": {HOSTILE_TEXT!r}}}
-                sys.stdout.buffer.write(json.dumps(reply).encode() + b"\\n")
-                sys.stdout.buffer.flush()
-                first = False
-            """
-        )
-    )
+    start = repr(json.dumps({"ok": True, "implementation": HOSTILE_TEXT}).encode() + b"\n")
+    refusal = repr(json.dumps({"ok": False, "error": HOSTILE_TEXT}).encode() + b"\n")
+    adapter = hostile_node(tmp_path, refusal, start)
     corpus = small_corpus(tmp_path / "corpus", {})
     out = tmp_path / "out"
-    adapter = f"subprocess:{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
     done = kraftcheck("certify", "--adapter", adapter, "--corpus", str(corpus), "--out", str(out), "--shorten-budget", "0")
     no_traceback(done)
     assert done.returncode == 1
