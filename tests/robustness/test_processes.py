@@ -287,6 +287,22 @@ def test_an_interrupted_certify_with_jobs_prints_one_line_and_no_traceback(start
     wait_for(lambda: not [pid for pid in jobs if alive(pid)], "the jobs to end")
 
 
+def test_a_certify_job_killed_costs_the_trace_it_replayed_and_another_job_replays_the_rest(started, tmp_path):
+    """A job has a pipe of its own: its death leaves nothing half-sent in another's way."""
+    corpus = doubled_corpus(tmp_path)
+    out = tmp_path / "out"
+    certify = started.kraftcheck("certify", "--adapter", "reference", "--jobs", "2", "--json", "--corpus", str(corpus), "--out", str(out))
+    killed = wait_for(lambda: exploring_workers(certify), "two jobs replaying")[0]
+    os.kill(killed, signal.SIGKILL)
+    stdout, err = certify.communicate(timeout=300)
+    assert certify.returncode == 1, err
+    summary = json.loads(stdout)
+    traces = len(list(corpus.iterdir()))
+    assert summary["traces"] == traces and summary["verdicts"] == {"conforms": traces - 1, "departs": 0, "not applicable": 0, "error": 1}
+    [errored] = [result for result in json.loads((out / "report.json").read_text())["results"] if result["verdict"] == "error"]
+    assert errored["failure"].startswith(f"the job replaying this trace (pid {killed}) was killed by SIGKILL")
+
+
 @pytest.mark.parametrize("forgotten", [False, True], ids=["a live tree's session", "a killed tree's session"])
 def test_the_guard_kills_the_sessions_it_was_told_of_and_not_yet_told_to_forget(started, tmp_path, forgotten):
     """A killed tree's session id may name another's processes later: the guard must forget it."""
