@@ -49,6 +49,7 @@ class Persisted(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     leader_id: int = -1
     voted_id: int = -1
     log: tuple[Record, ...] = ()
+    down: bool = False  # down with nothing persisted: the trace's first input starts it (spec/subprocess-protocol.md)
 
 
 class Checkpoint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -115,7 +116,7 @@ class Node:
         raise CommandError(f"unknown command {command!r}")
 
     def start_kraft(self, command: KraftStart) -> dict:
-        """A fresh node for an empty persisted state; otherwise a down one, holding it until "restart"."""
+        """A fresh node for an empty persisted state; otherwise a down one, holding it (or nothing: `down`) until "restart"."""
         self.system, self.config = "kraft", command.cluster.node(command.node)
         initial = command.initial
         if initial == Persisted():

@@ -76,8 +76,8 @@ class Persisted(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, f
 
     A node whose persisted state is empty starts as a freshly bootstrapped one, without
     outputs; any other node starts shut down, and its trace begins with a restart. `down` starts
-    a node shut down with nothing persisted: under a profile whose nodes send requests as they
-    start (kafka-3.9's unattached_discovery), so that those requests are the first step's.
+    a node shut down with nothing persisted, so that what it sends as it starts (BOOT-1) is its
+    first step's output: every KRaft trace of the shipped corpora with nothing persisted does.
     """
 
     epoch: int = 0

@@ -19,6 +19,7 @@ from conformance.certify.precision import load_corpus
 from conformance.corpus.generate import shipped_corpora
 from conformance.corpus.manifest import MANIFEST
 from model.config import PROFILES
+from model.events import Restart
 from spec import trace as traces
 
 # Known shortfalls, by corpus profile: what departs on fewer than three traces.
@@ -86,3 +87,22 @@ def test_truncation_restarts_with_a_vote_and_a_stale_leader_have_dedicated_trace
     wanted += ["rule FETCH-REQ-2B | UNKNOWN_LEADER_EPOCH | stale leader"]
     assert len(wanted) >= 4
     assert {f: len(families.get(f, ())) for f in wanted if len(families.get(f, ())) < 3} == {}
+
+
+@pytest.mark.parametrize("profile", sorted(SHORT))
+def test_every_kraft_node_of_a_corpus_is_seen_starting(profile):
+    """No KRaft trace starts its node up: what a node sends as it starts is a step of its own.
+    Under kip595 (BOOT-1) that start looks for the leader with a Fetch to every other voter."""
+    starts = []
+    for path in sorted(shipped_corpora()[profile].glob("*.jsonl")):
+        trace = traces.read(path)
+        if trace.header.cluster is None:
+            continue
+        assert not trace.header.initial.empty, path.name
+        if trace.header.initial.down and trace.steps[0].input == Restart():
+            starts.append((trace.header, trace.steps[0]))
+    assert len(starts) >= 100
+    if profile == "kip595":
+        for header, step in starts:
+            assert "BOOT-1" in step.rules and {type(send.message).__name__ for send in step.expect.sends} == {"FetchRequest"}
+            assert {send.destination for send in step.expect.sends} == set(header.cluster.voters) - {header.node}

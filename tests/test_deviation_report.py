@@ -17,8 +17,9 @@ from conformance.certify.playback import Playback, replay_recorded
 from conformance.certify.replay import replay, trace_files
 from conformance.certify.reports.terminal import terminal_summary
 from conformance.corpus.generate import DEFAULT_CORPUS
-from model.config import PINS, PROFILES, Options, read_with
+from model.config import read_with
 from spec import trace as traces
+from profile_differences import differences
 from spec.trace import Header
 
 SHIPPED = trace_files(DEFAULT_CORPUS)
@@ -60,13 +61,6 @@ def corpus_of(files: list[Path], directory: Path) -> Path:
     return directory
 
 
-def kafka_differences() -> set[str]:
-    """How kafka-3.9 differs from kip595, from the profile's definition: its options, its pins."""
-    kip, kafka = Options(), PROFILES[KAFKA]
-    options = {f"option {field}={getattr(kafka, field)}" for field in Options.__struct_fields__ if getattr(kafka, field) != getattr(kip, field)}
-    return options | {f"{point}={pin.alternative}" for point, pin in PINS[KAFKA].items()}
-
-
 def without_timing(result):
     return msgspec.structs.replace(result, seconds=None)
 
@@ -79,7 +73,7 @@ def test_an_implementation_of_kafka_3_9_is_kip595_plus_kafka_3_9s_readings(tmp_p
     assert found.profile == "kip595" and found.complete and found.departed == report.departed
     assert found.unexplained == ()
     named = {explained.deviation for explained in found.explained}
-    assert named <= kafka_differences()
+    assert named <= differences(KAFKA)
     assert "option unattached_discovery=True" in named  # the reason nearly every trace departs at its first step
     assert all(explained.traces for explained in found.explained)
     departing = {r.trace for r in report.results if r.verdict == "departs"}

@@ -185,11 +185,11 @@ def reread(reading: NodeConfig, config: NodeConfig, state: NodeState, event: Inp
     return nodes.step(reading, state, event)
 
 
-def walk_cells(setting: Setting, node: int, inputs: list[Input]) -> list[tuple[int, tuple[str, ...]]]:
+def walk_cells(setting: Setting, node: int, inputs: list[Input], initial: Persisted = Persisted()) -> list[tuple[int, tuple[str, ...]]]:
     """The dedicated cells (is_dedicated) each of a node's inputs covers, by its index, where it covers any."""
     model = model_for(setting)
     config = model.config(setting, node)
-    state = model.start(config, Persisted())
+    state = model.start(config, initial)
     found = []
     for at, event in enumerate(inputs):
         families = tuple(cell for cell in cells(model, config, state, event) if is_dedicated(cell))
@@ -203,7 +203,7 @@ def cells_of_last_step(setting: Setting, node: int, built: Trace) -> tuple[str, 
     """The cells a trace's last step covers, recomputed by stepping the reference model."""
     model = model_for(setting)
     config = model.config(setting, node)
-    state = model.start(config, Persisted())
+    state = model.start(config, built.header.initial)
     for step in built.steps[:-1]:
         state = model.step(config, state, step.input).state
     return cells(model, config, state, built.steps[-1].input)

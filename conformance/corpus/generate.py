@@ -29,9 +29,10 @@ from conformance.outputs import check_directory
 from conformance.spark.session import SparkRun
 from spec import trace as traces
 from model.config import PROFILES
-from model.events import Request
+from adapters.node_models import model_for
+from model.events import Request, Restart
 from model.messages import FetchRequest
-from spec.trace import Input, Trace, TraceCluster
+from spec.trace import Input, Persisted, Trace, TraceCluster
 
 CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-observer", "corpus-partial", "corpus-restart", "corpus-isr")  # what the shipped corpus is generated from
 
@@ -65,6 +66,19 @@ def plain(setting: Setting, inputs: list[Input]) -> Setting:
     if type(setting) is TraceCluster and setting.fetch_max_records and not any(type(e) is Request and type(e.message) is FetchRequest for e in inputs):
         return msgspec.structs.replace(setting, fetch_max_records=0)
     return setting
+
+
+def started(setting: Setting, node: int, inputs: list[Input]) -> tuple[Persisted, list[Input]]:
+    """A KRaft node's trace begins with the node down and its start as the first step, whatever
+    the profile: what a node does as it starts (BOOT-1: it looks for the leader) is then a step
+    judged like any other, and an implementation that starts as another profile has it is told so
+    by name. The model starts a node up, silently, where the profile lets it (a smaller state
+    space to explore); its trace starts it down and restarts it with nothing persisted, which is
+    that start with its outputs. ISR replicas start as they are."""
+    model = model_for(setting)
+    if type(setting) is not TraceCluster or model.observe(model.start(model.config(setting, node), Persisted())).role == "down":
+        return Persisted(), inputs
+    return Persisted(down=True), [Restart(), *inputs]
 
 
 def slot_order(cell: str) -> tuple[str, int]:
@@ -125,8 +139,8 @@ def generate(
         for number, identity in enumerate(ordered, start=1):
             covers = tuple(by_inputs[identity])
             file_name = f"{name}-cell-{number:04d}-{slug(covers[0])}.jsonl"
-            inputs = chosen[identity]
-            built = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), identity[0], inputs, f"{name}: shortest path to its cells", covers)
+            initial, inputs = started(setting, identity[0], chosen[identity])
+            built = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), identity[0], inputs, f"{name}: shortest path to its cells", covers, initial)
             reached = set(cells_of_last_step(built.header.setting, identity[0], built))
             missing = [c for c in covers if dedicated_cell(c) not in reached]
             if missing:
@@ -135,12 +149,15 @@ def generate(
             coverage.extend(CoverageRow(cell=c, trace=file_name, step=len(built.steps)) for c in covers)
         for index in range(options.walks + options.aimed_walks):
             seed = options.seed + index
-            for node, inputs in system.walk(config, seed, options.walk_steps).items():
-                if inputs and index < options.walks:
+            for node, walked in system.walk(config, seed, options.walk_steps).items():
+                if not walked:
+                    continue
+                initial, inputs = started(setting, node, walked)
+                if index < options.walks:
                     file_name = f"{name}-walk-{seed:04d}-node{node}.jsonl"
                     origin = f"{name}: random walk, seed {seed}, {options.walk_steps} cluster steps, node {node}'s inputs"
-                    corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), node, inputs, origin)
-                for at, families in walk_cells(setting, node, inputs):
+                    corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), node, inputs, origin, initial=initial)
+                for at, families in walk_cells(setting, node, inputs, initial):
                     prefix = inputs[: at + 1]
                     identity = (node, msgspec.msgpack.encode(prefix))
                     covers = []
@@ -152,7 +169,7 @@ def generate(
                     if covers:
                         file_name = f"{name}-walk-{seed:04d}-node{node}-step{at + 1:04d}.jsonl"
                         origin = f"{name}: random walk, seed {seed}, node {node}'s inputs up to a rule and outcome the search gave fewer than {DEDICATED} traces"
-                        corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, prefix), node, prefix, origin, tuple(covers))
+                        corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, prefix), node, prefix, origin, tuple(covers), initial)
                         coverage.extend(CoverageRow(cell=c, trace=file_name, step=at + 1) for c in covers)
         if progress:
             progress(f"{name}: searched {states:,} states, {met:,} coverage cells ({len(ordered)} new traces), {options.walks} walks")
