@@ -30,6 +30,23 @@ covers "rule FETCH-REQ-2B | UNKNOWN_LEADER_EPOCH #1"
 covers "rule FETCH-REQ-2B | UNKNOWN_LEADER_EPOCH #8"
 cluster voters=[1, 2, 3] observers=[4]
 node 4
+initial down=true
+
+step restart
+  expect send to 1: FetchRequest(ClusterId="kraft-cluster", ReplicaId=4, CurrentLeaderEpoch=0, LastFetchedEpoch=0)
+  expect send to 2: FetchRequest(ClusterId="kraft-cluster", ReplicaId=4, CurrentLeaderEpoch=0, LastFetchedEpoch=0)
+  expect send to 3: FetchRequest(ClusterId="kraft-cluster", ReplicaId=4, CurrentLeaderEpoch=0, LastFetchedEpoch=0)
+  expect state observer epoch=0
+  rules QSTATE-1 QSTATE-3 QSTATE-4 BOOT-1
+  allowed OBS-2=one-voter:1
+    expect send to 1: FetchRequest(ClusterId="kraft-cluster", ReplicaId=4, CurrentLeaderEpoch=0, LastFetchedEpoch=0)
+    expect state observer epoch=0
+  allowed OBS-2=one-voter:2
+    expect send to 2: FetchRequest(ClusterId="kraft-cluster", ReplicaId=4, CurrentLeaderEpoch=0, LastFetchedEpoch=0)
+    expect state observer epoch=0
+  allowed OBS-2=one-voter:3
+    expect send to 3: FetchRequest(ClusterId="kraft-cluster", ReplicaId=4, CurrentLeaderEpoch=0, LastFetchedEpoch=0)
+    expect state observer epoch=0
 
 step request from 2: FetchRequest(ClusterId="kraft-cluster", ReplicaId=2, CurrentLeaderEpoch=1, LastFetchedEpoch=0)
   expect response FetchResponse(PartitionErrorCode=UNKNOWN_LEADER_EPOCH, CurrentLeader=LeaderIdAndEpoch(LeaderEpoch=0), Records=[])
@@ -453,19 +470,19 @@ def test_every_library_scenario_prints_as_it_parses(path):
 
 
 def test_describe_a_trace_step(capsys):
-    """Walk 0's node 1 is elected in epoch 6 at step 26 (its trace's state: leader, log end 1, high
+    """Walk 0's node 1 is elected in epoch 6 at step 27 (its trace's state: leader, log end 1, high
     watermark 0); the other voters have not fetched yet."""
     walk = ROOT / "traces" / "corpus-walk-0000-node1.jsonl"
-    assert main(["describe", str(walk), "--step", "27"]) == 0
+    assert main(["describe", str(walk), "--step", "28"]) == 0
     assert capsys.readouterr().out == (
         "ClusterId:         kraft-cluster\nLeaderId:          1\nLeaderEpoch:       6\nHighWatermark:     0\nMaxFollowerLag:    1\n"
         "CurrentVoters:     [1,2,3]\nCurrentObservers:  []\n\n"
         "ReplicaId    LogEndOffset    Lag    Status\n1            1               0      Leader\n2            -1              1      Follower\n3            -1              1      Follower\n"
     )
     assert main(["describe", str(walk)]) == 0
-    assert capsys.readouterr().out == "node 1 is candidate after step 54, not the leader: DescribeQuorum answers NOT_LEADER_OR_FOLLOWER\n"
-    assert main(["describe", str(walk), "--step", "55"]) == 2
-    assert capsys.readouterr().err == "kraftcheck: corpus-walk-0000-node1: no step 55; expected 0 to 54\n"
+    assert capsys.readouterr().out == "node 1 is candidate after step 55, not the leader: DescribeQuorum answers NOT_LEADER_OR_FOLLOWER\n"
+    assert main(["describe", str(walk), "--step", "56"]) == 2
+    assert capsys.readouterr().err == "kraftcheck: corpus-walk-0000-node1: no step 56; expected 0 to 55\n"
 
 
 def test_the_library_compiles_to_a_corpus_that_certify_replays(tmp_path, capsys):
