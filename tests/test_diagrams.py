@@ -120,7 +120,7 @@ def test_a_trace_draws_its_peers_and_every_message_it_carries():
     assert len(groups(root, "seq-lifeline")) == len(cluster.voters) + len(cluster.observers)
     expected = sum(hasattr(s.input, "message") + (s.expect.response is not None) + len(s.expect.sends) for s in trace.steps)
     assert len(groups(root, "seq-message")) == expected
-    assert "under test, unattached e0" in texts(root)
+    assert "under test, down e0" in texts(root)  # it starts as the first step
 
 
 def test_a_divergence_shows_the_expected_and_the_actual_response_side_by_side():

@@ -106,15 +106,16 @@ def test_a_new_corpus_and_its_files_follow_the_umask(tmp_path):
 def bad_traces() -> dict[str, bytes]:
     good = WITH_RESPONSE.read_bytes()
     lines = good.split(b"\n")
-    big = lines[2].replace(b'"request":{"type":"FetchRequest","ClusterId":"kraft-cluster","ReplicaId":4,"CurrentLeaderEpoch":0', b'"request":{"type":"FetchRequest","ClusterId":"kraft-cluster","ReplicaId":4,"CurrentLeaderEpoch":1180591620717411303424', 1)
-    assert big != lines[2]
+    request = b'"request":{"type":"FetchRequest","ClusterId":"kraft-cluster","ReplicaId":4,"CurrentLeaderEpoch":'
+    at = next(number for number, line in enumerate(lines) if request + b"0" in line)  # the step answering the node's Fetch
+    big = lines[at].replace(request + b"0", request + b"1180591620717411303424", 1)
     flipped = bytearray(traces.to_msgpack(traces.read(WITH_RESPONSE)))
     flipped[40] ^= 0xFF
     return {
         "deep-header.jsonl": b'{"kind":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
         "bad-utf8-step.jsonl": b"\n".join([lines[0], lines[1].replace(b'"kraft-cluster"', b'"kraft-\xff"', 1), *lines[2:]]),
         "bit-flipped.msgpack": bytes(flipped),
-        "huge-request-int.jsonl": b"\n".join([*lines[:2], big, *lines[3:]]),
+        "huge-request-int.jsonl": b"\n".join([*lines[:at], big, *lines[at + 1 :]]),
     }
 
 
@@ -383,7 +384,7 @@ def test_a_tampered_trace_fails_alone_blamed_on_the_corpus_not_the_adapter(tmp_p
     assert done.returncode == 1, "unverified, the changed trace is still checked against the specification's model"
     failed = [r for r in json.loads((tmp_path / "out" / "report.json").read_text())["results"] if not r["passed"]]
     assert [(r["verdict"], r["failure"]) for r in failed] == [
-        ("error", "invalid trace: step 2: the rules are recorded as FETCH-RESP-1 OBS-2, the specification's model cites COMMON-3 OBS-2")
+        ("error", "invalid trace: step 3: the rules are recorded as FETCH-RESP-1 OBS-2, the specification's model cites COMMON-3 OBS-2")
     ]
 
 
