@@ -23,12 +23,14 @@ import adapters
 from adapters.process_lifetime import die_with_parent
 from adapters.registry import AdapterBuildError, AdapterOptionError
 
-TESTED_VERSIONS = ("3.9.1", "4.3.1")
+TESTED_VERSIONS = ("3.9.1", "4.3.1")  # the oldest and the newest: the test suite certifies them, under kip595 too
 DEFAULT_VERSION = "4.3.1"
-# The model profile (model/config.py PROFILES) that reads KIP-595 as a tested version does:
-# scripts/certify-kafka certifies each tested version under kip595 and under its own profile,
-# whose shipped corpus is traces/PROFILE/.
-VERSION_PROFILES = {"3.9.1": "kafka-3.9", "4.3.1": "kafka-4.3"}
+# The model profile (model/config.py PROFILES) that reads KIP-595 as a Kafka release does, one
+# patch release per release line the adapter builds: scripts/certify-kafka certifies each under
+# it (its shipped corpus is traces/PROFILE/), and the tested versions under kip595 too. 4.1 and
+# 4.2 read it as 4.3 does. 4.4.0 is not here: Maven Central serves no test jars of it (MockLog
+# and the other mocks the adapter drives Kafka with).
+VERSION_PROFILES = {"3.9.1": "kafka-3.9", "4.0.2": "kafka-4.0", "4.1.2": "kafka-4.3", "4.2.1": "kafka-4.3", "4.3.1": "kafka-4.3"}
 OLDEST = (3, 9)  # KafkaRaftClient's constructor takes KIP-853's types from 3.9 on
 
 SOURCES = Path(adapters.__file__).parent / "kafka"
@@ -82,11 +84,16 @@ _MAVEN_BOILERPLATE = ("To see the full stack trace", "Re-run Maven using", "For 
 def check_version(version: str) -> None:
     """Refuse a version the adapter cannot be built against, before Maven is asked for it."""
     tested = f"tested: {', '.join(TESTED_VERSIONS)}"
-    found = _VERSION.fullmatch(version)
-    if found is None:
+    if _VERSION.fullmatch(version) is None:
         raise AdapterOptionError(f"Kafka version {version!r} is not MAJOR.MINOR.PATCH ({tested})")
-    if (int(found[1]), int(found[2])) < OLDEST:
+    if _numbers(version)[:2] < OLDEST:
         raise AdapterOptionError(f"Kafka {version} is too old: the adapter needs Kafka 3.9.0 or later (KafkaRaftClient with KIP-853's types; {tested})")
+
+
+def _numbers(version: str) -> tuple[int, int, int]:
+    """MAJOR.MINOR.PATCH as numbers (a version check_version accepts)."""
+    found = _VERSION.fullmatch(version)
+    return int(found[1]), int(found[2]), int(found[3])
 
 
 def build_dir(version: str) -> Path:
@@ -215,7 +222,8 @@ def _run_maven(version: str, out: Path) -> None:
     """`mvn package` into `out`: the jar and classpath.txt, or AdapterBuildError saying why not."""
     argv = [
         "mvn", "-B", "-q", "-f", str(SOURCES / "pom.xml"),
-        f"-Dkafka.version={version}", f"-Dkraftcheck.release={_release(version)}", f"-Dkraftcheck.build={out}", "package",
+        f"-Dkafka.version={version}", f"-Dkraftcheck.release={_release(version)}", f"-Dkraftcheck.records={_records(version)}",
+        f"-Dkraftcheck.build={out}", "package",
     ]
     done = subprocess.run(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -248,8 +256,15 @@ def _archive_classes(directory: Path) -> None:
 
 
 def _release(version: str) -> str:
-    """The source directory (src/RELEASE/java, pom.xml's kraftcheck.release) with what differs between Kafka 3.9 and 4."""
+    """The source directory (src/RELEASE/java, pom.xml's kraftcheck.release) with what differs in
+    elections: 3.9 has no pre-vote (KIP-996), 4.x has."""
     return "kafka-3.9" if version.startswith("3.") else "kafka-4"
+
+
+def _records(version: str) -> str:
+    """The source directory (pom.xml's kraftcheck.records) for Kafka's record classes and MockLog:
+    moved to org.apache.kafka.common.record.internal, MockLog.read given a byte limit, in 4.3."""
+    return "records" if _numbers(version)[:2] < (4, 3) else "records-internal"
 
 
 def _replace(directory: Path, built: Path) -> None:

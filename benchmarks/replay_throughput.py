@@ -128,8 +128,8 @@ def main() -> None:
         "--kafka",
         action="append",
         metavar="VERSION",
-        help=f"a Kafka version to replay through kafka:VERSION, repeatable, or none (default: {', '.join(kafka_build.VERSION_PROFILES)}, "
-        "the tested versions with a profile of their own)",
+        help=f"a Kafka version to replay through kafka:VERSION, repeatable, or none (default: {', '.join(kafka_build.TESTED_VERSIONS)}, "
+        "the tested versions)",
     )
     parser.add_argument("--kafka-corpus", metavar="DIR", help="the corpus Kafka replays (default: its version's profile's shipped corpus)")
     parser.add_argument("--kafka-sample", type=int, default=1, metavar="N", help="replay every Nth trace through kafka: (default 1: all)")
@@ -142,7 +142,7 @@ def main() -> None:
         ("example node via subprocess:, a process per trace", EXAMPLE, corpus[:: args.sample], 1, False, 1, True),
         ("example node via subprocess:, one process, reset between traces", EXAMPLE, corpus[:: args.sample], 1, True, 1, True),
     ]
-    versions = [] if args.kafka == ["none"] else (args.kafka or list(kafka_build.VERSION_PROFILES))
+    versions = [] if args.kafka == ["none"] else (args.kafka or list(kafka_build.TESTED_VERSIONS))
     for version in versions:
         missing = kafka_missing(version)
         if missing:

@@ -203,7 +203,8 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "what the request timer re-sends at a leader",
             ("unendorsed", "nothing"),
             "the KIP re-sends BeginQuorumEpoch to the voters that have not endorsed the leader without saying on which timer; "
-            "one of the leader's own (Kafka's: half the fetch timeout) may or may not have fired when the request timer does",
+            "one of the leader's own (Kafka's: half the fetch timeout) may or may not have fired when the request timer does; "
+            "where it has, Kafka's goes to every other voter, endorsed or not (Options.begin_epoch_heartbeat)",
             EACH_TIME,
         ),
     )

@@ -175,6 +175,30 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # none, as Kafka 4.x's observer (KafkaRaftClient.pollFollowerAsObserver): a stalled Fetch is
     # replaced on the request timeout.
     observer_fetch_timeout: bool = True
+    # VOTE-RESP-3: the LeaderChange control record's fields. False: the KIP's {LeaderId, VotedIds};
+    # True: Kafka's {Version, LeaderId, Voters, GrantingVoters}, the voter set beside the voters that
+    # granted the election (LeaderState.appendStartOfEpochControlRecords; the Voter structs' ids).
+    leader_change_lists_voters: bool = False
+    # RETRY-1, BEGIN-RESP-1 at a leader whose BeginQuorumEpoch timer fired. False: re-sent to the
+    # voters that have not acknowledged it (the model's reading); True: sent to every other voter,
+    # a heartbeat whether or not it acknowledged (KafkaRaftClient.maybeSendBeginQuorumEpochRequests
+    # to every voter key but its own; LeaderState.resetBeginQuorumEpochTimer).
+    begin_epoch_heartbeat: bool = False
+    # FETCH-RESP-1..5 at a follower or observer whose Fetch is answered with an error Kafka does
+    # not expect (a top-level error such as INCONSISTENT_CLUSTER_ID where that is not fatal, or a
+    # partition error other than FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER and
+    # UNKNOWN_LEADER_EPOCH in an answer of the node's epoch). False: the Fetch goes again to the
+    # leader (the model's reading); True: the connection to the voter that answered backs off and
+    # the Fetch goes to another voter picked as in discovery (OBS-2) (handleUnexpectedError returns false ->
+    # RequestManager.onResponseResult; maybeSendFetchToBestNode: isBackingOff(leader) ->
+    # maybeSendFetchToAnyBootstrap).
+    unexpected_fetch_error_elsewhere: bool = False
+    # ELECT-3, QSTATE-4 for the only voter of its quorum. False: on start-up it waits for its
+    # election timer as any voter (the model's reading); True: it stands at once, from the epoch
+    # its files give (a resigned leader's, a candidate's own), and, a majority by itself, leads
+    # (KafkaRaftClient's constructor: "When there is only a single voter, become candidate
+    # immediately" (3.9) / transitionToProspective (4.x); onBecomeCandidate -> maybeTransitionToLeader).
+    sole_voter_stands_at_start: bool = False
     # Faulty variants, each breaking one rule on purpose (the checker must find them).
     hw_any_epoch: bool = False  # HW-1 ignored: commit entries of earlier epochs by counting
     vote_without_log_check: bool = False  # VOTE-REQ-4B: grant without the up-to-date check
@@ -194,12 +218,14 @@ PROFILES: dict[str, Options] = {
         stale_responses_ignored=True, discovery_appends=True, stalled_fetch_any_voter=True, refused_fetch_without_high_watermark=True,
         check_quorum_resets_on_majority=True, voter_set_unchecked=True, end_epoch_as_news=True, conflicting_leader_fatal=True,
         cluster_id_conflict_fatal=False, describe_refusal_defaults=True, invalid_request_response_fatal=True, high_watermark_regression_fatal=True,
+        leader_change_lists_voters=True, begin_epoch_heartbeat=True, unexpected_fetch_error_elsewhere=True, sole_voter_stands_at_start=True,
     ),
 }
-# Apache Kafka 4.3: Kafka 3.9's readings, with pre-vote (KIP-996), a follower's vote kept in the
+# Apache Kafka 4.x: Kafka 3.9's readings, with pre-vote (KIP-996), a follower's vote kept in the
 # quorum-state file beside its leader (ElectionState.withElectedLeader's votedKey), and a restart
-# that stands again on its own vote first.
-PROFILES["kafka-4.3"] = msgspec.structs.replace(
+# that stands again on its own vote first. Kafka 4.0 and 4.3 read the KIP alike; they differ at a
+# choice point only (PINS: a 4.0 candidate that lost still backs off for a random time).
+PROFILES["kafka-4.0"] = msgspec.structs.replace(
     PROFILES["kafka-3.9"],
     pre_vote=True,
     vote_kept_with_leader=True,
@@ -208,6 +234,7 @@ PROFILES["kafka-4.3"] = msgspec.structs.replace(
     observer_fetch_timeout=False,
     follower_refuses_votes=True,
 )
+PROFILES["kafka-4.3"] = PROFILES["kafka-4.0"]
 
 class Pin(NamedTuple):
     """A choice point a release resolves one way, always: the alternative, and the code that makes it so."""
@@ -246,8 +273,9 @@ _KAFKA_PINS = {
 }
 PINS: dict[str, dict[str, Pin]] = {
     "kafka-3.9": _KAFKA_PINS,
+    "kafka-4.0": _KAFKA_PINS,  # ELECT-6 open: pollCandidate backs off a random time (isBackingOff) before transitionToProspective
     "kafka-4.3": _KAFKA_PINS
-    | {"ELECT-6": Pin("after-backoff", "KafkaRaftClient.pollCandidate: a candidate that lost waits its election timeout, then becomes prospective (no backoff in 4.x)")},
+    | {"ELECT-6": Pin("after-backoff", "KafkaRaftClient.pollCandidate: a candidate that lost waits its election timeout, then becomes prospective (no backoff from 4.1)")},
 }
 
 

@@ -97,7 +97,8 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
     if config.options.stale_responses_ignored and dropped(config, state, event.request == state.fetching):
         return Transition(state, NO_OUTPUTS, ("COMMON-3",))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID and not config.options.cluster_id_conflict_fatal:
-        retrying, outputs = send_fetch(config, state, any_voter=config.options.stalled_fetch_any_voter)
+        elsewhere = config.options.unexpected_fetch_error_elsewhere
+        retrying, outputs = send_fetch(config, state, any_voter=elsewhere, backing_off=event.source if elsewhere else -1)
         return Transition(retrying, outputs, ("FETCH-RESP-4",))
     if response.ErrorCode == errors.INCONSISTENT_CLUSTER_ID:
         reason = f"Fetch response from {event.source}: cluster id conflicts with ours ({config.cluster_id!r})"
@@ -149,13 +150,23 @@ def look_again(config: NodeConfig, state: NodeState, rules: tuple[str, ...]) -> 
     return Transition(retrying, outputs, rules + ("BOOT-1", "OBS-2"))
 
 
+# The partition errors a Fetch answer of the node's epoch may carry that Kafka handles as news of
+# the epoch (KafkaRaftClient.maybeHandleCommonResponse); Options.unexpected_fetch_error_elsewhere.
+EXPECTED_FETCH_ERRORS = (errors.NONE, errors.FENCED_LEADER_EPOCH, errors.NOT_LEADER_OR_FOLLOWER, errors.UNKNOWN_LEADER_EPOCH)
+
+
 def take_answer(config: NodeConfig, state: NodeState, event: Response) -> Transition:
     """FETCH-RESP-1..5: a fetcher's answer to the Fetch it awaits: re-send on an error, truncate on
     DivergingEpoch, else append and take the high watermark; then fetch again."""
     response: FetchResponse = event.message
     diverging = response.DivergingEpoch.Epoch != -1 and response.PartitionErrorCode in (errors.NONE, errors.OFFSET_OUT_OF_RANGE)
     if not diverging and (response.PartitionErrorCode != errors.NONE or response.ErrorCode != errors.NONE):
-        retrying, outputs = send_fetch(config, state, any_voter=state.fetch_stalled)
+        # An answer of an earlier epoch is no longer relevant, whatever its partition error (the
+        # top-level one is read first).
+        current = response.CurrentLeader.LeaderEpoch >= state.epoch
+        unexpected = response.ErrorCode != errors.NONE or (current and response.PartitionErrorCode not in EXPECTED_FETCH_ERRORS)
+        backs_off = config.options.unexpected_fetch_error_elsewhere and unexpected
+        retrying, outputs = send_fetch(config, state, any_voter=state.fetch_stalled or backs_off, backing_off=event.source if backs_off else -1)
         fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
         return Transition(retrying, outputs, ("FETCH-RESP-1",) if fenced else ("FETCH-SEND-2", "FETCH-SEND-1"))
     if diverging:

@@ -123,7 +123,9 @@ def _named_fields(schema: MessageSchema) -> list[tuple[str, Field]]:
 def _message_type(schema: MessageSchema) -> type:
     named = _named_fields(schema)
     spec = [_field_spec(schema, name, field) for name, field in named]
-    message_type = msgspec.defstruct(schema.name, spec, module=__name__, frozen=True, kw_only=True, tag=True, gc=False)
+    # A data record carries only the fields of the schema it was written under (the KIP's or Kafka's
+    # LeaderChange record): fields at their defaults are left out of its encoding and its repr.
+    message_type = msgspec.defstruct(schema.name, spec, module=__name__, frozen=True, kw_only=True, tag=True, gc=False, omit_defaults=schema.type == "data", repr_omit_defaults=schema.type == "data")
     _note_node_ids(message_type, named)
     return message_type
 

@@ -29,6 +29,7 @@ from model.transitions import (
     NO_OUTPUTS,
     Transition,
     advance_high_watermark,
+    become_leader,
     become_prospective,
     become_follower,
     become_unattached,
@@ -193,7 +194,8 @@ def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
         if config.choices.pick("BEGIN-RESP-1") == "nothing":
             return Transition(state, NO_OUTPUTS, ("RETRY-1", "BEGIN-RESP-1"))
         announce = BeginQuorumEpochRequest(ClusterId=config.cluster_id, LeaderId=config.node_id, LeaderEpoch=state.epoch)
-        outputs = tuple(Send(destination=v, message=announce) for v in config.voters if v not in state.endorsed)
+        heard = frozenset((config.node_id,)) if config.options.begin_epoch_heartbeat else state.endorsed
+        outputs = tuple(Send(destination=v, message=announce) for v in config.voters if v not in heard)
         return Transition(state, outputs, ("RETRY-1", "BEGIN-RESP-1"))
     return Transition(state, NO_OUTPUTS, UNCHANGED)
 
@@ -211,7 +213,20 @@ def on_client_append(config: NodeConfig, state: NodeState, value: int) -> Transi
 
 
 def restart(config: NodeConfig, state: NodeState) -> Transition:
-    """QSTATE-3/4: come back from the quorum-state file and the log; volatile state starts afresh."""
+    """QSTATE-3/4: come back from the quorum-state file and the log; volatile state starts afresh.
+    The only voter of its quorum then stands at once under Options.sole_voter_stands_at_start."""
+    resumed = resume(config, state)
+    alone = config.voters == (config.node_id,)
+    if not (alone and config.options.sole_voter_stands_at_start and resumed.state.role in (Role.UNATTACHED, Role.FOLLOWER, Role.RESIGNED)):
+        return resumed
+    # It stands in the epoch its files give, a resigned leader's too (no epoch of its own first),
+    # before it sends anything in the role it resumed.
+    stood, outputs = stand(config, replace(resumed.state, role=Role.UNATTACHED))
+    return Transition(stood, outputs, resumed.rules + ("ELECT-3",) + standing_rules(stood))
+
+
+def resume(config: NodeConfig, state: NodeState) -> Transition:
+    """The state and outputs a restart resumes from the quorum-state file and the log."""
     voted_id = -1 if config.options.forget_vote_on_restart else state.voted_id
     durable = NodeState(role=Role.DOWN, epoch=state.epoch, leader_id=state.leader_id, voted_id=voted_id, log=state.log, high_watermark=unknown_or_zero(config))
     if logs.last_epoch(state.log) > state.epoch:
@@ -228,6 +243,9 @@ def restart(config: NodeConfig, state: NodeState) -> Transition:
         return Transition(follower, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4", "FETCH-SEND-1"))
     if own_vote and config.choices.pick("QSTATE-4B") == "stand":
         candidate = replace(durable, role=Role.CANDIDATE, leader_id=-1, granted=frozenset((me,)))
+        if len(candidate.granted) >= config.majority:  # the only voter: its own vote elects it (VOTE-RESP-2)
+            leader, outputs = become_leader(config, candidate)
+            return Transition(leader, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4", "VOTE-RESP-2", "VOTE-RESP-3"))
         outputs = request_votes(config, candidate) + (election_timer(config),)
         return Transition(candidate, outputs, ("QSTATE-1", "QSTATE-3", "QSTATE-4"))
     unattached, outputs = become_unattached(config, durable, durable.epoch, discover=True)

@@ -18,7 +18,7 @@ from model.state import NodeState
 replace = msgspec.structs.replace
 
 # Id lists that are sets: the model writes them sorted, so a renamed copy is re-sorted.
-SORTED_ID_LISTS = {(LeaderChangeMessage, "VotedIds")}
+SORTED_ID_LISTS = {(LeaderChangeMessage, "VotedIds"), (LeaderChangeMessage, "Voters"), (LeaderChangeMessage, "GrantingVoters")}
 
 
 def rename_id(node_id: int, names: Mapping[int, int]) -> int:

@@ -101,20 +101,20 @@ def fetch_request(config: NodeConfig, state: NodeState) -> FetchRequest:
     )
 
 
-def send_fetch(config: NodeConfig, state: NodeState, *, any_voter: bool = False) -> tuple[NodeState, tuple[Output, ...]]:
+def send_fetch(config: NodeConfig, state: NodeState, *, any_voter: bool = False, backing_off: int = -1) -> tuple[NodeState, tuple[Output, ...]]:
     """Fetch from the known leader; with none known (or `any_voter`, the leader kept), from every
     other voter or from one (the OBS-2 choice point: "one-voter:N" is voter N, or the first
-    other voter if N is not one)."""
+    other voter if N is not one), never from the voter `backing_off` (its connection failed)."""
     request = fetch_request(config, state)
     if state.leader_id != -1 and state.leader_id != config.node_id and not any_voter:
         targets: tuple[int, ...] = (state.leader_id,)
     else:
-        targets = tuple(v for v in config.voters if v != config.node_id)
-        where = config.choices.pick("OBS-2") if targets else "every-voter"
+        targets = tuple(v for v in config.voters if v not in (config.node_id, backing_off))
+        candidates = tuple(v for v in config.voters if v != backing_off) if config.options.discovery_includes_self else targets
+        where = config.choices.pick("OBS-2") if candidates else "every-voter"
         if where != "every-voter":
             wanted = int(where.rpartition(":")[2])
-            candidates = config.voters if config.options.discovery_includes_self else targets
-            targets = (wanted if wanted in candidates else targets[0],)
+            targets = (wanted if wanted in candidates else candidates[0],)
     return replace(state, fetching=request), tuple(Send(destination=t, message=request) for t in targets)
 
 
@@ -234,8 +234,7 @@ def become_leader(config: NodeConfig, state: NodeState) -> tuple[NodeState, tupl
     """VOTE-RESP-2/3: persist leadership, append the LeaderChange record, announce the epoch."""
     log = state.log
     if not config.options.skip_leader_change:
-        voted = LeaderChangeMessage(LeaderId=config.node_id, VotedIds=tuple(sorted(state.granted)))
-        log = logs.append(log, state.epoch, voted)
+        log = logs.append(log, state.epoch, leader_change(config, state.granted))
     me = config.node_id
     offsets = tuple(len(log) if r == me else -1 for r in config.replicas)
     leader = enter_role(
@@ -253,6 +252,13 @@ def become_leader(config: NodeConfig, state: NodeState) -> tuple[NodeState, tupl
     announce = BeginQuorumEpochRequest(ClusterId=config.cluster_id, LeaderId=me, LeaderEpoch=state.epoch)
     sends = tuple(Send(destination=v, message=announce) for v in config.voters if v != me)
     return leader, sends + committed
+
+
+def leader_change(config: NodeConfig, granted: frozenset[int]) -> LeaderChangeMessage:
+    """VOTE-RESP-3: the LeaderChange record, in the KIP's fields or in Kafka's (Options.leader_change_lists_voters)."""
+    if config.options.leader_change_lists_voters:
+        return LeaderChangeMessage(LeaderId=config.node_id, Voters=tuple(sorted(config.voters)), GrantingVoters=tuple(sorted(granted)))
+    return LeaderChangeMessage(LeaderId=config.node_id, VotedIds=tuple(sorted(granted)))
 
 
 def advance_high_watermark(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...], tuple[str, ...]]:

@@ -126,14 +126,27 @@ KAFKA_3_9 = {
     "describe_refusal_defaults": True,
     "invalid_request_response_fatal": True,
     "high_watermark_regression_fatal": True,
+    "leader_change_lists_voters": True,
+    "begin_epoch_heartbeat": True,
+    "unexpected_fetch_error_elsewhere": True,
+    "sole_voter_stands_at_start": True,
+}
+
+# Kafka 4.0 and 4.3 read the KIP alike (they differ at a choice point, model.config.PINS).
+KAFKA_4 = {name: value for name, value in KAFKA_3_9.items() if name != "vote_kept_with_leader"} | {
+    "pre_vote": True,
+    "leader_keeps_vote": False,
+    "restart_candidate_first": True,
+    "observer_fetch_timeout": False,
+    "follower_refuses_votes": True,
 }
 
 EXPECTED_PROFILES = {
     "kip595": {},
     "kip595-literal-diverging": {"diverging_epoch": "below"},
     "kafka-3.9": KAFKA_3_9,
-    "kafka-4.3": {name: value for name, value in KAFKA_3_9.items() if name != "vote_kept_with_leader"}
-    | {"pre_vote": True, "leader_keeps_vote": False, "restart_candidate_first": True, "observer_fetch_timeout": False, "follower_refuses_votes": True},
+    "kafka-4.0": KAFKA_4,
+    "kafka-4.3": KAFKA_4,
     "faulty-hw-any-epoch": {"hw_any_epoch": True},
     "faulty-vote-no-log-check": {"vote_without_log_check": True},
     "faulty-forget-vote": {"forget_vote_on_restart": True},
@@ -144,7 +157,7 @@ EXPECTED_PROFILES = {
 
 
 def test_profile_names():
-    assert set(PROFILES) == {"kip595", "kip595-literal-diverging", "kafka-3.9", "kafka-4.3"}
+    assert set(PROFILES) == {"kip595", "kip595-literal-diverging", "kafka-3.9", "kafka-4.0", "kafka-4.3"}
     assert set(FAULTY_PROFILES) == set(EXPECTED_PROFILES) - set(PROFILES)
     assert all(name.startswith("faulty-") for name in FAULTY_PROFILES)
 

@@ -128,10 +128,22 @@ def test_the_sources_are_found_through_the_installed_package():
     assert source_hash("3.9.1") == source_hash("3.9.1") != source_hash("4.3.1")
 
 
-@pytest.mark.parametrize("version, release", [("3.9.1", "kafka-3.9"), ("3.9.0", "kafka-3.9"), ("4.3.1", "kafka-4"), ("5.0.0", "kafka-4")])
-def test_each_version_builds_with_its_release_s_sources(version, release):
-    assert kafka_build._release(version) == release
-    assert (kafka_build.SOURCES / "src" / release / "java").is_dir()
+@pytest.mark.parametrize(
+    "version, release, records",
+    [
+        ("3.9.0", "kafka-3.9", "records"),
+        ("3.9.1", "kafka-3.9", "records"),
+        ("4.0.2", "kafka-4", "records"),
+        ("4.2.1", "kafka-4", "records"),
+        ("4.3.1", "kafka-4", "records-internal"),
+        ("5.0.0", "kafka-4", "records-internal"),
+    ],
+)
+def test_each_version_builds_with_its_release_s_sources(version, release, records):
+    """Elections (pre-votes from 4.0) and record classes (moved to ...record.internal in 4.3)
+    changed in different releases: the build takes one source directory for each."""
+    assert (kafka_build._release(version), kafka_build._records(version)) == (release, records)
+    assert (kafka_build.SOURCES / "src" / release / "java").is_dir() and (kafka_build.SOURCES / "src" / records / "java").is_dir()
 
 
 # missing tools -------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from conformance.explore.engine import explore
 from model import node as nodes
 from model.choices import allowed_transitions
 from model.config import ClusterConfig
-from model.events import Request, Resign, Response, Restart, Send, SetTimer, Shutdown, TimerKind
+from model.events import Crash, Request, Resign, Response, Restart, Send, SetTimer, Shutdown, Timer, TimerKind
 from model.messages import BeginQuorumEpochRequest, DescribeQuorumRequest, EndQuorumEpochRequest, EndQuorumEpochResponse, EpochEndOffset, FetchRequest, FetchResponse, LeaderChangeMessage, LeaderIdAndEpoch, Record, VoteRequest, VoteResponse
 from model.state import NodeState, Role
 from spec import errors
@@ -147,7 +147,7 @@ def test_kafka_restarts_its_check_quorum_count_as_soon_as_a_majority_fetched():
         assert nodes.on_timer(chosen, fetched, nodes.TimerKind.PROGRESS_TIMEOUT).state.role == role, profile
 
 
-@pytest.mark.parametrize("profile", ["kafka-3.9", "kafka-4.3"])
+@pytest.mark.parametrize("profile", ["kafka-3.9", "kafka-4.0", "kafka-4.3"])
 def test_the_shipped_kafka_corpus_is_what_the_generator_writes(profile, tmp_path):
     """`kraftcheck traces generate --profile P`: the KRaft searches under the profile, same bytes."""
     kraft = [name for name in CORPUS_CONFIGS if isinstance(resolve(name, {}), CheckConfig)]
@@ -159,7 +159,7 @@ def test_the_shipped_kafka_corpus_is_what_the_generator_writes(profile, tmp_path
         assert (tmp_path / "kafka" / name).read_bytes() == (DEFAULT_CORPUS / profile / name).read_bytes(), name
 
 
-@pytest.mark.parametrize("profile", ["kafka-3.9", "kafka-4.3"])
+@pytest.mark.parametrize("profile", ["kafka-3.9", "kafka-4.0", "kafka-4.3"])
 def test_the_reference_passes_every_trace_of_the_kafka_corpus(profile):
     files = trace_files(DEFAULT_CORPUS / profile)
     assert len(files) > 500
@@ -171,7 +171,7 @@ def test_the_reference_passes_every_trace_of_the_kafka_corpus(profile):
 def test_the_default_corpus_leaves_the_profile_corpora_out():
     """A directory of traces/ with a manifest of its own is another corpus: certifying traces/ replays KIP-595's only."""
     shipped = trace_files(DEFAULT_CORPUS)
-    assert not any(DEFAULT_CORPUS / profile in path.parents for path in shipped for profile in ("kafka-3.9", "kafka-4.3"))
+    assert not any(DEFAULT_CORPUS / profile in path.parents for path in shipped for profile in ("kafka-3.9", "kafka-4.0", "kafka-4.3"))
     assert all(traces.read(path).header.setting.__class__.__name__ != "TraceCluster" or traces.read(path).header.cluster.profile == "kip595" for path in shipped[::25])
 
 
@@ -371,3 +371,80 @@ def test_after_a_restart_a_response_may_answer_the_identical_request_sent_before
     assert (found["latest"].state.role, found["latest"].state.leader_id) == (Role.FOLLOWER, 2) and [d for d, _ in sends(found["latest"])] == [2]
     first_stay = msgspec.structs.replace(resigned, returned=False)
     assert {dict(o.picks).get("COMMON-3B") for o in allowed_transitions(nodes.step, kafka, first_stay, fenced)} == {None}
+
+
+def solo(profile: str):
+    return ClusterConfig(voters=(1,), profile=profile).node(1)
+
+
+@pytest.mark.parametrize("profile", ["kafka-3.9", "kafka-4.3"])
+def test_the_only_voter_leads_as_it_starts_and_a_restarted_one_leads_the_next_epoch(profile):
+    """sole_voter_stands_at_start: Kafka's client stands at once when its node is the only voter
+    (3.9 through a candidacy, 4.x through a pre-vote it wins by itself), so the first restart
+    leads epoch 1; a leader restarted resigned in epoch 1 leads epoch 2, not 3. As written, the
+    only voter waits for its election timer."""
+    started = nodes.step(solo(profile), nodes.initial_state(solo(profile)), Restart())
+    assert (started.state.role, started.state.epoch, started.state.leader_id) == (Role.LEADER, 1, 1)
+    assert [record.Epoch for record in started.state.log] == [1]
+    down = nodes.step(solo(profile), started.state, Crash()).state
+    again = nodes.step(solo(profile), down, Restart())
+    assert (again.state.role, again.state.epoch) == (Role.LEADER, 2)
+    assert [record.Epoch for record in again.state.log] == [1, 2]
+    waiting = nodes.step(solo("kip595"), NodeState(role=Role.DOWN), Restart())
+    assert (waiting.state.role, waiting.state.epoch) == (Role.UNATTACHED, 0)
+
+
+def test_the_only_voter_restarted_with_its_own_vote_leads_that_epoch():
+    """QSTATE-4B "stand" with a majority of one: its own vote elects it in the epoch of its file
+    (Kafka's onBecomeCandidate -> maybeTransitionToLeader), under every profile that stands."""
+    voted = NodeState(role=Role.DOWN, epoch=3, voted_id=1)
+    restarted = nodes.step(solo("kafka-3.9"), voted, Restart())
+    assert (restarted.state.role, restarted.state.epoch, restarted.state.leader_id) == (Role.LEADER, 3, 1)
+
+
+@pytest.mark.parametrize("profile", ["kafka-3.9", "kafka-4.3"])
+def test_a_kafka_leader_change_record_lists_the_voters_and_those_that_granted(profile):
+    """leader_change_lists_voters: Kafka's LeaderChange record, {Version, LeaderId, Voters,
+    GrantingVoters}; the KIP's is {LeaderId, VotedIds}. Candidate 1 granted by 3 of {1, 2, 3}."""
+    for name, expected in (
+        (profile, LeaderChangeMessage(LeaderId=1, Voters=(1, 2, 3), GrantingVoters=(1, 3))),
+        ("kip595", LeaderChangeMessage(LeaderId=1, VotedIds=(1, 3))),
+    ):
+        candidate = NodeState(role=Role.CANDIDATE, epoch=1, voted_id=1, granted=frozenset((1,)))
+        request = VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=1, CandidateId=1, LastOffset=0 if name != "kip595" else -1)
+        won = nodes.step(config(name), candidate, Response(source=3, message=VoteResponse(LeaderId=-1, LeaderEpoch=1, VoteGranted=True), request=request))
+        assert won.state.role == Role.LEADER, name
+        assert won.state.log == (Record(Offset=0, Epoch=1, Value=expected),), name
+    assert msgspec.json.encode(LeaderChangeMessage(LeaderId=1, Voters=(1, 2), GrantingVoters=(1,))) == (
+        b'{"type":"LeaderChangeMessage","LeaderId":1,"Voters":[1,2],"GrantingVoters":[1]}'
+    )
+
+
+def test_a_kafka_leader_heartbeats_begin_quorum_epoch_to_every_voter():
+    """begin_epoch_heartbeat: when its BeginQuorumEpoch timer has fired (BEGIN-RESP-1 "unendorsed"), a
+    Kafka leader sends it to every other voter, 2 and 3 both acknowledged; as written, only to
+    the voters that have not acknowledged it: none."""
+    leader = NodeState(role=Role.LEADER, epoch=1, leader_id=1, endorsed=frozenset((1, 2, 3)), fetched=frozenset((1,)), replica_offsets=(0, -1, -1, -1))
+    announce = BeginQuorumEpochRequest(ClusterId="kraft-cluster", LeaderId=1, LeaderEpoch=1)
+    for profile, expected in (("kafka-3.9", [(2, announce), (3, announce)]), ("kip595", [])):
+        outcomes = allowed_transitions(nodes.step, config(profile), leader, Timer(kind=TimerKind.REQUEST_TIMEOUT))
+        sent = next(o for o in outcomes if dict(o.picks).get("BEGIN-RESP-1") == "unendorsed")
+        assert sends(sent.transition) == expected, profile
+
+
+def test_a_kafka_follower_answered_an_unexpected_error_fetches_from_a_bootstrap_voter():
+    """unexpected_fetch_error_elsewhere: BROKER_NOT_AVAILABLE backs off the leader's connection,
+    so the Fetch goes to a voter other than the leader (OBS-2: voter 3, or itself, 2, as Kafka's
+    bootstrap list allows); UNKNOWN_LEADER_EPOCH is news of the epoch and the Fetch goes to the
+    leader again, as it does for both as written."""
+    follower = NodeState(role=Role.FOLLOWER, epoch=1, leader_id=1, high_watermark=-1)
+    request = fetch(2, epoch=1)
+    follower = msgspec.structs.replace(follower, fetching=request)
+    for error, profile, destinations in (
+        (errors.code_of("BROKER_NOT_AVAILABLE"), "kafka-3.9", {(2,), (3,)}),
+        (errors.UNKNOWN_LEADER_EPOCH, "kafka-3.9", {(1,)}),
+        (errors.code_of("BROKER_NOT_AVAILABLE"), "kip595", {(1,)}),
+    ):
+        answer = FetchResponse(PartitionErrorCode=error, HighWatermark=-1, CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=1))
+        outcomes = allowed_transitions(nodes.step, config(profile, 2), follower, Response(source=1, message=answer, request=request))
+        assert {tuple(d for d, _ in sends(o.transition)) for o in outcomes} == destinations, (error, profile)

@@ -68,7 +68,7 @@ def corpus_files() -> list[Path]:
 
 
 def test_the_shipped_corpora_are_all_there():
-    assert {path.parent.name for path in corpus_files()} == {"traces", "kafka-3.9", "kafka-4.3"}
+    assert {path.parent.name for path in corpus_files()} == {"traces", "kafka-3.9", "kafka-4.0", "kafka-4.3"}
     assert len(corpus_files()) > 2000
 
 

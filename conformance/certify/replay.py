@@ -118,12 +118,14 @@ def _json(value: object) -> str:
 
 
 def as_compared(value: object) -> object:
-    """A builtin-converted value as replay compares it: a LeaderChange record's VotedIds are a set
-    (VOTE-RESP-3: the KIP gives them no order), so they are compared sorted."""
+    """A builtin-converted value as replay compares it: a LeaderChange record's id lists are sets
+    (VOTE-RESP-3: the KIP gives them no order, Kafka writes a hash set's), so they are compared sorted."""
     if isinstance(value, dict):
         converted = {key: as_compared(item) for key, item in value.items()}
-        if converted.get("type") == "LeaderChangeMessage" and isinstance(converted.get("VotedIds"), list):
-            converted["VotedIds"] = sorted(converted["VotedIds"], key=repr)
+        if converted.get("type") == "LeaderChangeMessage":
+            for field in ("VotedIds", "Voters", "GrantingVoters"):
+                if isinstance(converted.get(field), list):
+                    converted[field] = sorted(converted[field], key=repr)
         return converted
     if isinstance(value, list | tuple):
         return [as_compared(item) for item in value]

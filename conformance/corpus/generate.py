@@ -34,7 +34,7 @@ from model.events import Request, Restart
 from model.messages import FetchRequest
 from spec.trace import Input, Persisted, Trace, TraceCluster
 
-CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-observer", "corpus-partial", "corpus-restart", "corpus-isr")  # what the shipped corpus is generated from
+CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-observer", "corpus-partial", "corpus-restart", "corpus-solo", "corpus-isr")  # what the shipped corpus is generated from
 
 
 def shipped_directory() -> Path:

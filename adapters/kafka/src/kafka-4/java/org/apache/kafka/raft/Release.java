@@ -1,33 +1,19 @@
 package org.apache.kafka.raft;
 
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.feature.SupportedVersionRange;
-import org.apache.kafka.common.message.FetchResponseData;
-import org.apache.kafka.common.message.LeaderChangeMessage;
 import org.apache.kafka.common.message.VoteRequestData;
 import org.apache.kafka.common.metrics.Metrics;
-import org.apache.kafka.common.record.internal.ControlRecordType;
-import org.apache.kafka.common.record.internal.ControlRecordUtils;
-import org.apache.kafka.common.record.internal.MemoryRecords;
-import org.apache.kafka.common.record.internal.Record;
-import org.apache.kafka.common.record.internal.RecordBatch;
-import org.apache.kafka.common.record.internal.Records;
-import org.apache.kafka.common.record.internal.SimpleRecord;
-import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.server.common.Feature;
 
+import java.lang.reflect.Method;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 
 /**
- * What differs between the Kafka releases the adapter builds against, for Kafka 4.x: the
- * record classes' package, KafkaRaftClient.initialize's arguments, the Vote request's field
- * names and pre-vote (KIP-996), the prospective state. The build picks this source
+ * What differs in elections between the Kafka releases the adapter builds against, for Kafka 4.x:
+ * KafkaRaftClient.initialize's arguments, the Vote request's field names and pre-vote (KIP-996),
+ * the prospective state, and in 4.0 only a candidate's backoff. The build picks this source
  * directory or src/kafka-3.9 (property kraftcheck.release); both have the same methods.
  */
 final class Release {
@@ -52,93 +38,35 @@ final class Release {
         return new long[] {partition.replicaEpoch(), partition.replicaId(), partition.lastOffsetEpoch(), partition.lastOffset(), partition.preVote() ? 1 : 0};
     }
 
-    /** A MockLog that reads like Kafka's own log: every batch up to the byte limit (MockLog stops at two). */
-    static MockLog newLog(TopicPartition partition, Uuid topicId, LogContext logContext) {
-        return new MockLog(partition, topicId, logContext) {
-            @Override
-            public LogFetchInfo read(long startOffset, Isolation isolation, int maxTotalBatchBytes) {
-                LogFetchInfo first = super.read(startOffset, isolation, maxTotalBatchBytes);
-                List<ByteBuffer> buffers = new ArrayList<>();
-                long next = startOffset;
-                int size = 0;
-                for (LogFetchInfo info = first; info.records.sizeInBytes() > 0 && size < maxTotalBatchBytes; info = super.read(next, isolation, maxTotalBatchBytes)) {
-                    for (RecordBatch batch : ((Records) info.records).batches()) {
-                        next = batch.lastOffset() + 1;
-                    }
-                    buffers.add(((MemoryRecords) info.records).buffer().duplicate());
-                    size += info.records.sizeInBytes();
-                }
-                return new LogFetchInfo(MemoryRecords.readableRecords(concatenate(buffers, size)), first.startOffsetMetadata);
-            }
-        };
-    }
-
-    private static ByteBuffer concatenate(List<ByteBuffer> buffers, int size) {
-        ByteBuffer whole = ByteBuffer.allocate(size);
-        buffers.forEach(whole::put);
-        return whole.flip();
-    }
-
-    static void append(MockLog log, List<TraceRecord> records, List<Integer> voters) {
-        for (TraceRecord record : records) {
-            log.appendAsFollower(batch(record, voters), record.epoch());
-        }
-        log.flush(true);
-    }
-
-    private static MemoryRecords batch(TraceRecord record, List<Integer> voters) {
-        if (record.isLeaderChange()) {
-            return MemoryRecords.withLeaderChangeMessage(record.offset(), 0L, record.epoch(), ByteBuffer.allocate(256),
-                record.leaderChangeMessage(voters));
-        }
-        ByteBuffer value = ByteBuffer.allocate(Integer.BYTES).putInt(0, record.value());
-        return MemoryRecords.withRecords(record.offset(), Compression.NONE, record.epoch(), new SimpleRecord(0L, null, value));
-    }
-
-    static List<TraceRecord> logRecords(MockLog log) {
-        return decode((Records) log.read(0, Isolation.UNCOMMITTED, Integer.MAX_VALUE).records);
-    }
-
-    static List<TraceRecord> fetchedRecords(FetchResponseData.PartitionData partition) {
-        return decode((Records) partition.records());
-    }
-
-    static void setFetchedRecords(FetchResponseData.PartitionData partition, List<TraceRecord> records, List<Integer> voters) {
-        List<ByteBuffer> buffers = new ArrayList<>();
-        int size = 0;
-        for (TraceRecord record : records) {
-            ByteBuffer buffer = batch(record, voters).buffer();
-            buffers.add(buffer);
-            size += buffer.remaining();
-        }
-        partition.setRecords(MemoryRecords.readableRecords(concatenate(buffers, size)));
-    }
-
-    private static List<TraceRecord> decode(Records records) {
-        List<TraceRecord> decoded = new ArrayList<>();
-        for (RecordBatch batch : records.batches()) {
-            for (Record record : batch) {
-                if (!batch.isControlBatch()) {
-                    decoded.add(TraceRecord.value(record.offset(), batch.partitionLeaderEpoch(), record.value().getInt(record.value().position())));
-                } else if (ControlRecordType.parse(record.key()) == ControlRecordType.LEADER_CHANGE) {
-                    LeaderChangeMessage message = ControlRecordUtils.deserializeLeaderChangeMessage(record);
-                    decoded.add(TraceRecord.leaderChange(record.offset(), batch.partitionLeaderEpoch(), message.leaderId(), TraceRecord.votedIds(message)));
-                } else {
-                    throw new Unsupported("a " + ControlRecordType.parse(record.key()) + " control record, which kraftcheck's logs do not have");
-                }
-            }
-        }
-        return decoded;
-    }
-
     /** The role kraftcheck's observe names for a state only this release has, or null. */
     static String releaseRole(QuorumState quorum) {
         return quorum.isProspective() ? "prospective" : null;
     }
 
-    /** Whether the node is a candidate backing off after a lost election, waiting to stand again (3.x; 4.x has no such backoff). */
+    // A 4.0 candidate that lost backs off before it becomes prospective; 4.1 removed the backoff and
+    // these methods, so they are looked up, not compiled against (null from 4.1 on).
+    private static final Method IS_BACKING_OFF = candidateMethod("isBackingOff");
+    private static final Method REMAINING_BACKOFF_MS = candidateMethod("remainingBackoffMs", long.class);
+
+    private static Method candidateMethod(String name, Class<?>... parameters) {
+        try {
+            return CandidateState.class.getMethod(name, parameters);
+        } catch (NoSuchMethodException absent) {
+            return null;
+        }
+    }
+
+    private static Object call(Method method, CandidateState candidate, Object... arguments) {
+        try {
+            return method.invoke(candidate, arguments);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("CandidateState." + method.getName(), e);
+        }
+    }
+
+    /** Whether the node is a candidate backing off after a lost election, waiting to become prospective (4.0 only). */
     static boolean candidateBackingOff(QuorumState quorum) {
-        return false;
+        return IS_BACKING_OFF != null && quorum.isCandidate() && (boolean) call(IS_BACKING_OFF, quorum.candidateStateOrThrow());
     }
 
     /** Time until the election timer fires in the node's current state, or -1 if it has none. */
@@ -147,6 +75,8 @@ final class Release {
             return quorum.unattachedStateOrThrow().remainingElectionTimeMs(now);
         } else if (quorum.isProspective()) {
             return quorum.prospectiveStateOrThrow().remainingElectionTimeMs(now);
+        } else if (candidateBackingOff(quorum)) {
+            return (long) call(REMAINING_BACKOFF_MS, quorum.candidateStateOrThrow(), now);
         } else if (quorum.isCandidate()) {
             return quorum.candidateStateOrThrow().remainingElectionTimeMs(now);
         } else if (quorum.isResigned()) {

@@ -142,7 +142,7 @@ final class Messages {
                 .put("HighWatermark", partition.highWatermark());
             reply.putObject("DivergingEpoch").put("Epoch", partition.divergingEpoch().epoch()).put("EndOffset", partition.divergingEpoch().endOffset());
             reply.putObject("CurrentLeader").put("LeaderId", partition.currentLeader().leaderId()).put("LeaderEpoch", partition.currentLeader().leaderEpoch());
-            reply.set("Records", partition.records() == null ? NullNode.getInstance() : records(Release.fetchedRecords(partition)));
+            reply.set("Records", partition.records() == null ? NullNode.getInstance() : records(RecordCodec.fetchedRecords(partition)));
             return reply;
         } else if (data instanceof DescribeQuorumResponseData describe) {
             DescribeQuorumResponseData.PartitionData partition = describe.topics().isEmpty() ? new DescribeQuorumResponseData.PartitionData() : describe.topics().get(0).partitions().get(0);
@@ -214,7 +214,7 @@ final class Messages {
                             .setHighWatermark(message.path("HighWatermark").asLong())
                             .setDivergingEpoch(new FetchResponseData.EpochEndOffset().setEpoch(integer(diverging, "Epoch")).setEndOffset(diverging.path("EndOffset").asLong()))
                             .setCurrentLeader(new FetchResponseData.LeaderIdAndEpoch().setLeaderId(fetchLeaderId).setLeaderEpoch(integer(leader, "LeaderEpoch")));
-                        Release.setFetchedRecords(partition, traceRecords(message.path("Records")), voters);
+                        RecordCodec.setFetchedRecords(partition, traceRecords(message.path("Records")), voters);
                     });
             }
             default:
@@ -231,9 +231,8 @@ final class Messages {
             long offset = record.path("Offset").asLong();
             int epoch = integer(record, "Epoch");
             if (value.isObject()) {
-                List<Integer> voted = new ArrayList<>();
-                value.path("VotedIds").forEach(id -> voted.add(id.asInt()));
-                list.add(TraceRecord.leaderChange(offset, epoch, integer(value, "LeaderId"), voted));
+                list.add(TraceRecord.leaderChange(offset, epoch, value.path("Version").asInt(0), integer(value, "LeaderId"),
+                    ids(value.path("VotedIds")), ids(value.path("Voters")), ids(value.path("GrantingVoters"))));
             } else {
                 list.add(TraceRecord.value(offset, epoch, value.asInt()));
             }
@@ -241,14 +240,33 @@ final class Messages {
         return list;
     }
 
+    private static List<Integer> ids(JsonNode array) {
+        List<Integer> ids = new ArrayList<>();
+        array.forEach(id -> ids.add(id.asInt()));
+        return ids;
+    }
+
+    /** An id list of a LeaderChange record, left out when empty as kraftcheck leaves out a data record's defaults. */
+    private static void putIds(ObjectNode change, String field, List<Integer> ids) {
+        if (!ids.isEmpty()) {
+            ArrayNode array = change.putArray(field);
+            ids.forEach(array::add);
+        }
+    }
+
     static ArrayNode records(List<TraceRecord> records) {
         ArrayNode array = JSON.arrayNode();
         for (TraceRecord record : records) {
             ObjectNode node = array.addObject().put("type", "Record").put("Offset", record.offset()).put("Epoch", record.epoch());
             if (record.isLeaderChange()) {
-                ObjectNode change = node.putObject("Value").put("type", "LeaderChangeMessage").put("LeaderId", record.leaderId());
-                ArrayNode voted = change.putArray("VotedIds");
-                record.votedIds().forEach(voted::add);
+                ObjectNode change = node.putObject("Value").put("type", "LeaderChangeMessage");
+                if (record.version() != 0) {
+                    change.put("Version", record.version());
+                }
+                change.put("LeaderId", record.leaderId());
+                putIds(change, "VotedIds", record.votedIds());
+                putIds(change, "Voters", record.voters());
+                putIds(change, "GrantingVoters", record.grantingVoters());
             } else {
                 node.put("Value", record.value());
             }
