@@ -2,10 +2,12 @@
 
 adapters/kafka/ holds a Java program that drives one KafkaRaftClient node over
 spec/subprocess-protocol.md. Kafka's jars come from Maven Central, so the program is built per
-Kafka version, once, into the user's cache ($XDG_CACHE_HOME/kraftcheck/kafka/VERSION/), not
-shipped. A build is reused while its stamp matches a hash of the sources and the version; it is
-made in a temporary directory beside its place and moved there only when complete, under a lock,
-so an interrupted or concurrent build never leaves a half-built adapter that looks complete.
+Kafka version (3.3 on), once, into the user's cache ($XDG_CACHE_HOME/kraftcheck/kafka/VERSION/),
+not shipped; the version picks the source directories with what differs between releases
+(_release, _client, _api, _records). A build is reused while its stamp matches a hash of the
+sources and the version; it is made in a temporary directory beside its place and moved there
+only when complete, under a lock, so an interrupted or concurrent build never leaves a
+half-built adapter that looks complete.
 """
 
 import fcntl
@@ -26,12 +28,14 @@ from adapters.registry import AdapterBuildError, AdapterOptionError
 TESTED_VERSIONS = ("3.9.1", "4.3.1")  # the oldest and the newest: the test suite certifies them, under kip595 too
 DEFAULT_VERSION = "4.3.1"
 # The model profile (model/config.py PROFILES) that reads KIP-595 as a Kafka release does, one
-# patch release per release line the adapter builds: scripts/certify-kafka certifies each under
-# it (its shipped corpus is traces/PROFILE/), and the tested versions under kip595 too. 4.1 and
-# 4.2 read it as 4.3 does. 4.4.0 is not here: Maven Central serves no test jars of it (MockLog
-# and the other mocks the adapter drives Kafka with).
+# patch release per release line that has one: scripts/certify-kafka certifies each under it (its
+# shipped corpus is traces/PROFILE/), and the tested versions under kip595 too. 4.1 and 4.2 read
+# it as 4.3 does. The adapter also builds for 3.3 to 3.8 (OLDEST), which no profile reads yet:
+# they predate KIP-853 (no unattached voter fetches to discover the leader) and 3.3 to 3.6 predate
+# check-quorum. 4.4.0 is not here: Maven Central serves no test jars of it (MockLog and the other
+# mocks the adapter drives Kafka with).
 VERSION_PROFILES = {"3.9.1": "kafka-3.9", "4.0.2": "kafka-4.0", "4.1.2": "kafka-4.3", "4.2.1": "kafka-4.3", "4.3.1": "kafka-4.3"}
-OLDEST = (3, 9)  # KafkaRaftClient's constructor takes KIP-853's types from 3.9 on
+OLDEST = (3, 3)  # the oldest release line built and certified (KRaft production-ready from 3.3, KIP-833); see _release, _client, _api
 
 SOURCES = Path(adapters.__file__).parent / "kafka"
 JAR = "kraftcheck-kafka-adapter.jar"
@@ -87,7 +91,7 @@ def check_version(version: str) -> None:
     if _VERSION.fullmatch(version) is None:
         raise AdapterOptionError(f"Kafka version {version!r} is not MAJOR.MINOR.PATCH ({tested})")
     if _numbers(version)[:2] < OLDEST:
-        raise AdapterOptionError(f"Kafka {version} is too old: the adapter needs Kafka 3.9.0 or later (KafkaRaftClient with KIP-853's types; {tested})")
+        raise AdapterOptionError(f"Kafka {version} is too old: the adapter needs Kafka 3.3.0 or later (the oldest release line it is built for; {tested})")
 
 
 def _numbers(version: str) -> tuple[int, int, int]:
@@ -222,8 +226,8 @@ def _run_maven(version: str, out: Path) -> None:
     """`mvn package` into `out`: the jar and classpath.txt, or AdapterBuildError saying why not."""
     argv = [
         "mvn", "-B", "-q", "-f", str(SOURCES / "pom.xml"),
-        f"-Dkafka.version={version}", f"-Dkraftcheck.release={_release(version)}", f"-Dkraftcheck.records={_records(version)}",
-        f"-Dkraftcheck.build={out}", "package",
+        f"-Dkafka.version={version}", f"-Dkraftcheck.release={_release(version)}", f"-Dkraftcheck.client={_client(version)}",
+        f"-Dkraftcheck.api={_api(version)}", f"-Dkraftcheck.records={_records(version)}", f"-Dkraftcheck.build={out}", "package",
     ]
     done = subprocess.run(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -257,8 +261,24 @@ def _archive_classes(directory: Path) -> None:
 
 def _release(version: str) -> str:
     """The source directory (src/RELEASE/java, pom.xml's kraftcheck.release) with what differs in
-    elections: 3.9 has no pre-vote (KIP-996), 4.x has."""
-    return "kafka-3.9" if version.startswith("3.") else "kafka-4"
+    elections: 3.3 to 3.8 have a voted state of their own and check-quorum only from 3.7, 3.9 has
+    KIP-853's replica keys but no pre-vote (KIP-996), 4.x has both."""
+    numbers = _numbers(version)[:2]
+    return "kafka-3.3" if numbers < (3, 9) else "kafka-3.9" if numbers < (4, 0) else "kafka-4"
+
+
+def _client(version: str) -> str:
+    """The source directory (pom.xml's kraftcheck.client) for building the client on Kafka's mocks:
+    3.8 took a QuorumConfig and moved the quorum-state store and the voters to initialize, 3.9
+    added KIP-853's directory id, listeners and kraft.version."""
+    numbers = _numbers(version)[:2]
+    return "client-3.3" if numbers < (3, 8) else "client-3.8" if numbers < (3, 9) else "client-3.9"
+
+
+def _api(version: str) -> str:
+    """The source directory (pom.xml's kraftcheck.api) for the API KIP-853 changed in 3.9: the
+    message builders (replica keys, endpoints), RaftRequest.Inbound, prepareAppend."""
+    return "api-3.3" if _numbers(version)[:2] < (3, 9) else "api-3.9"
 
 
 def _records(version: str) -> str:

@@ -67,6 +67,15 @@ def die_with_parent(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def become_worker(parent: int) -> None:
+    """Make a forked worker of `parent` (its pid, read before the fork) quiet to stop: it dies
+    with its parent; a terminal's Ctrl-C, which reaches the whole process group, is the parent's
+    to act on; SIGTERM (how the parent stops it) ends it at once, with no traceback."""
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _stat(pid: str) -> tuple[str, int, int, int] | None:
     """A process's state, parent pid, process group and session (/proc/PID/stat: the fields after
     its command name, which may hold any character), None once it is gone."""

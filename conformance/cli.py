@@ -232,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("--walk-steps", type=int, default=250, help="cluster steps per random walk (default 250)")
     gen.add_argument("--seed", type=int, default=0, help="first random-walk seed (default 0)")
+    gen.add_argument("--workers", type=int, help="configurations searched at once, each in a process of its own, 1 to 64 (default: one per core, at most 64); the corpus is the same for any number")
     gen.add_argument("--profile", help=f"generate the corpus of another model profile ({', '.join(sorted(PROFILES))}): the KRaft searches only, under it")
     add_engine_options(gen, "the searches")
     gen.set_defaults(run=command("traces", "generate_corpus"))
@@ -431,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--kafka-version",
         default=KAFKA_DEFAULT_VERSION,
         metavar="VERSION",
-        help=f"the Kafka version, MAJOR.MINOR.PATCH, 3.9.0 or later (default {KAFKA_DEFAULT_VERSION}; tested: {', '.join(KAFKA_TESTED_VERSIONS)})",
+        help=f"the Kafka version, MAJOR.MINOR.PATCH, 3.3.0 or later (default {KAFKA_DEFAULT_VERSION}; tested: {', '.join(KAFKA_TESTED_VERSIONS)})",
     )
     build.add_argument("--force", action="store_true", help="build again even if an up-to-date build is cached")
     build.set_defaults(run=command("adapters", "build_adapter"))

@@ -1,4 +1,4 @@
-"""The Kafka adapter drives Apache Kafka's own KafkaRaftClient (3.9.1 and 4.3.1) over the
+"""The Kafka adapter drives Apache Kafka's own KafkaRaftClient (3.3 to 4.3) over the
 subprocess protocol: exact replies to hand-written sessions, each pinned to what Kafka's source
 does (cited), a reset that leaves nothing behind, and the certification of the shipped corpus.
 
@@ -133,6 +133,37 @@ def test_kafka_3_9_elects_a_leader_that_replicates_and_resigns_on_restart():
         state("resigned", 1, 1, -1, -1, [[0, 1], [1, 1]]),
         {"ok": True, "sends": [{"destination": 2, "message": end}, {"destination": 3, "message": end}]},
     ]
+
+
+@pytest.mark.parametrize("version, resigns", [("3.6.2", False), ("3.7.2", True)])
+def test_kafka_15489_a_leader_no_majority_fetched_from_resigns_from_3_7_on(version, resigns):
+    """KAFKA-15489, a split brain: before 3.7 a leader that no majority of voters fetches from
+    stays leader for ever (LeaderState has no check-quorum timer, so its progress_timeout moves no
+    time and changes nothing); 3.7.0 added the check (KafkaRaftClient.pollLeader:
+    timeUntilCheckQuorumExpires, 1.5 fetch timeouts), and the leader resigns, asking the other
+    voters to stand (PROGRESS-1). The same session on both sides of the fix: a voter with nothing
+    persisted, as before KIP-853 (3.9), looks for no leader as it starts; it stands on its election
+    timeout and one vote makes it leader."""
+    granted = {"type": "VoteResponse", "ErrorCode": 0, "PartitionErrorCode": 0, "LeaderId": -1, "LeaderEpoch": 1, "VoteGranted": True}
+    replies = session(version, start(), {"command": "drain"}, {"command": "timer", "kind": "election_timeout"}, {"command": "drain"},
+                      {"command": "response", "source": 2, "message": granted, "request": vote_request(1, 1, 0, 0)}, {"command": "drain"},
+                      {"command": "observe"}, {"command": "timer", "kind": "progress_timeout"}, {"command": "drain"}, {"command": "observe"})
+    begin = {"type": "BeginQuorumEpochRequest", "ClusterId": "kraft-cluster", "LeaderId": 1, "LeaderEpoch": 1}
+    end = {"type": "EndQuorumEpochRequest", "ClusterId": "kraft-cluster", "ReplicaId": 1, "LeaderId": 1, "LeaderEpoch": 1, "PreferredSuccessors": [2, 3]}
+    leading = state("leader", 1, 1, -1, -1, [[0, 1]])
+    assert replies[0]["implementation"].startswith(f"Apache Kafka {version} KafkaRaftClient")
+    assert replies[1:7] == [
+        {"ok": True, "sends": []},
+        NOTHING,
+        {"ok": True, "sends": [{"destination": 2, "message": vote_request(1, 1, 0, 0)}, {"destination": 3, "message": vote_request(1, 1, 0, 0)}]},
+        NOTHING,
+        {"ok": True, "sends": [{"destination": 2, "message": begin}, {"destination": 3, "message": begin}]},
+        leading,
+    ]
+    if resigns:
+        assert replies[7:] == [NOTHING, {"ok": True, "sends": [{"destination": 2, "message": end}, {"destination": 3, "message": end}]}, state("resigned", 1, 1, -1, -1, [[0, 1]])]
+    else:
+        assert replies[7:] == [NOTHING, {"ok": True, "sends": []}, leading]
 
 
 def test_kafka_4_asks_for_pre_votes_before_it_stands():

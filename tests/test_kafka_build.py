@@ -25,7 +25,7 @@ needs_maven = pytest.mark.skipif(
     reason=f"{', '.join(MISSING)} not on PATH: scripts/bootstrap installs them (apt-get install openjdk-17-jdk-headless maven)",
 )
 TESTED = "3.9.1"
-TOO_OLD = "is too old: the adapter needs Kafka 3.9.0 or later (KafkaRaftClient with KIP-853's types; tested: 3.9.1, 4.3.1)"
+TOO_OLD = "is too old: the adapter needs Kafka 3.3.0 or later (the oldest release line it is built for; tested: 3.9.1, 4.3.1)"
 
 
 def partials(cache: Path) -> list[Path]:
@@ -88,8 +88,8 @@ def maven_runs(monkeypatch) -> list[str]:
 # versions and places -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["3.9.0", "3.9.1", "4.0.0", "4.3.1", "10.2.3"])
-def test_versions_from_3_9_are_accepted(version):
+@pytest.mark.parametrize("version", ["3.3.0", "3.6.2", "3.8.1", "3.9.0", "3.9.1", "4.0.0", "4.3.1", "10.2.3"])
+def test_versions_from_3_3_are_accepted(version):
     check_version(version)
 
 
@@ -97,7 +97,7 @@ def test_versions_from_3_9_are_accepted(version):
     "version, message",
     [
         ("2.8.0", f"Kafka 2.8.0 {TOO_OLD}"),
-        ("3.8.1", f"Kafka 3.8.1 {TOO_OLD}"),
+        ("3.2.3", f"Kafka 3.2.3 {TOO_OLD}"),
         ("4.3", "Kafka version '4.3' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)"),
         ("v4.3.1", "Kafka version 'v4.3.1' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)"),
         ("4.3.1-rc0", "Kafka version '4.3.1-rc0' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)"),
@@ -129,20 +129,25 @@ def test_the_sources_are_found_through_the_installed_package():
 
 
 @pytest.mark.parametrize(
-    "version, release, records",
+    "version, release, client, api, records",
     [
-        ("3.9.0", "kafka-3.9", "records"),
-        ("3.9.1", "kafka-3.9", "records"),
-        ("4.0.2", "kafka-4", "records"),
-        ("4.2.1", "kafka-4", "records"),
-        ("4.3.1", "kafka-4", "records-internal"),
-        ("5.0.0", "kafka-4", "records-internal"),
+        ("3.3.2", "kafka-3.3", "client-3.3", "api-3.3", "records"),
+        ("3.7.2", "kafka-3.3", "client-3.3", "api-3.3", "records"),
+        ("3.8.1", "kafka-3.3", "client-3.8", "api-3.3", "records"),
+        ("3.9.0", "kafka-3.9", "client-3.9", "api-3.9", "records"),
+        ("3.9.1", "kafka-3.9", "client-3.9", "api-3.9", "records"),
+        ("4.0.2", "kafka-4", "client-3.9", "api-3.9", "records"),
+        ("4.2.1", "kafka-4", "client-3.9", "api-3.9", "records"),
+        ("4.3.1", "kafka-4", "client-3.9", "api-3.9", "records-internal"),
+        ("5.0.0", "kafka-4", "client-3.9", "api-3.9", "records-internal"),
     ],
 )
-def test_each_version_builds_with_its_release_s_sources(version, release, records):
-    """Elections (pre-votes from 4.0) and record classes (moved to ...record.internal in 4.3)
-    changed in different releases: the build takes one source directory for each."""
-    assert (kafka_build._release(version), kafka_build._records(version)) == (release, records)
+def test_each_version_builds_with_its_release_s_sources(version, release, client, api, records):
+    """Elections (a voted state of its own before 3.9, pre-votes from 4.0), the client's
+    construction (QuorumConfig and initialize's arguments in 3.8, KIP-853's types in 3.9), the
+    API KIP-853 changed (3.9) and the record classes (moved to ...record.internal in 4.3) changed
+    in different releases: the build takes one source directory for each."""
+    assert (kafka_build._release(version), kafka_build._client(version), kafka_build._api(version), kafka_build._records(version)) == (release, client, api, records)
     assert (kafka_build.SOURCES / "src" / release / "java").is_dir() and (kafka_build.SOURCES / "src" / records / "java").is_dir()
 
 

@@ -3,13 +3,12 @@
 import argparse
 import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 
 from conformance.corpus.counterexamples import save_replica_traces
 from conformance.explore.check import VACUOUS, begin_saved_search, check, kept_search, saved_search, counterexample_steps, counterexample_table, save_counterexample, save_counterexample_diagram, summary, summary_table
-from conformance.explore.configs import CheckConfig, IsrCheckConfig, check_bound, resolve
+from conformance.explore.configs import CheckConfig, IsrCheckConfig, check_bound, resolve, worker_count
 from conformance.explore.engine import Progress
 from conformance.explore.isr_system import IsrSystem, steps_table
 from conformance.explore.kept import ResumeError
@@ -19,7 +18,6 @@ from conformance.spark.session import spark_options
 from model.config import ConfigError
 
 # Each worker is a process holding its shard of the states; beyond the cores more only cost memory.
-MAX_WORKERS = 64
 
 
 def configuration(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheckConfig]:
@@ -81,8 +79,7 @@ def run(args: argparse.Namespace) -> int:
         name = config = workers = None  # the kept search's, read once its directory is held
     else:
         name, config = configuration(args)
-        workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, MAX_WORKERS)
-        check_bound("--workers", workers, 1, MAX_WORKERS)
+        workers = worker_count(args.workers)
     if args.state_dir is not None and args.engine == "spark":
         raise ConfigError("--state-dir keeps an in-process search on disk; a Spark search keeps its levels under --spark-dir")
     if args.max_states is not None:

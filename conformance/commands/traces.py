@@ -12,7 +12,7 @@ from tabulate import tabulate
 
 from conformance.corpus.generate import CORPUS_CONFIGS, GenerateOptions, check_corpus_directory, generate, write_corpus
 from conformance.diagrams.traces import trace_svg
-from conformance.explore.configs import CheckConfig, resolve
+from conformance.explore.configs import CheckConfig, resolve, worker_count
 from conformance.outputs import OutputError
 from conformance.scenario.counterexamples import counterexample_scenario, is_counterexample
 from conformance.scenario.describe import trace_views
@@ -34,8 +34,9 @@ def generate_corpus(args: argparse.Namespace) -> int:
     spark = spark_options(args)
     check_corpus_directory(Path(args.out))
     options = GenerateOptions(max_states=args.max_states, walks=args.walks, aimed_walks=args.aimed_walks, walk_steps=args.walk_steps, seed=args.seed)
+    workers = worker_count(args.workers)
     with spark_session(spark) if spark else contextlib.nullcontext() as on_spark:
-        corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr, flush=True), spark=on_spark)
+        corpus, manifest = generate(configs, options, progress=lambda line: print(line, file=sys.stderr, flush=True), spark=on_spark, workers=workers)
     if not manifest.traces:  # an empty corpus certifies anything
         raise ConfigError(f"these bounds give no trace (--max-states {options.max_states}, --walks {options.walks}, --aimed-walks {options.aimed_walks}): nothing written")
     write_corpus(Path(args.out), corpus, manifest)

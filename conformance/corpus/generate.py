@@ -10,10 +10,14 @@ stepping the projected inputs, and its last step must cover the cells it was cho
 Everything is deterministic: the same configurations and options give the same bytes.
 """
 
+import contextlib
+import multiprocessing
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 
 import msgspec
 
@@ -22,7 +26,7 @@ from conformance.corpus import kraft as kraft_corpus
 from conformance.corpus.cells import CANDIDATES, DEDICATED, Setting, cells_of_last_step, dedicated_cell, walk_cells
 from conformance.corpus.manifest import KIND, MANIFEST, CoverageRow, Explored, GenerateOptions, Manifest, listing
 from conformance.corpus.reference import build_trace
-from conformance.corpus.search import inputs_of, search
+from conformance.corpus.search import Searched, inputs_of, search
 from conformance.corpus.spark_search import search_on_spark
 from conformance.explore.configs import CheckConfig, IsrCheckConfig
 from conformance.outputs import check_directory
@@ -30,6 +34,7 @@ from conformance.spark.session import SparkRun
 from spec import trace as traces
 from model.config import PROFILES
 from adapters.node_models import model_for
+from adapters.process_lifetime import become_worker
 from model.events import Request, Restart
 from model.messages import FetchRequest
 from spec.trace import Input, Persisted, Trace, TraceCluster
@@ -87,92 +92,133 @@ def slot_order(cell: str) -> tuple[str, int]:
     return family, int(number or 0)
 
 
+def searched_config(config: CheckConfig | IsrCheckConfig) -> CheckConfig | IsrCheckConfig:
+    """A KRaft search's paths must be real, not renamed; and follow the model's default reading,
+    which a trace records, listing the other outcomes the specification allows beside each step."""
+    if isinstance(config, IsrCheckConfig):
+        return config
+    return msgspec.structs.replace(config, symmetry=False, every_choice=False)
+
+
+def system_of(config: CheckConfig | IsrCheckConfig) -> ModuleType:
+    """The corpus module of the configuration's system: ISR replicas' or KRaft nodes'."""
+    return isr_corpus if isinstance(config, IsrCheckConfig) else kraft_corpus
+
+
+def coverage_maker(config: CheckConfig | IsrCheckConfig) -> Callable[[], object]:
+    """What makes a fresh coverage search of the configuration (a KraftCoverage or an IsrCoverage)."""
+    return partial(isr_corpus.IsrCoverage if isinstance(config, IsrCheckConfig) else kraft_corpus.KraftCoverage, config)
+
+
+def search_budget(config: CheckConfig | IsrCheckConfig, options: GenerateOptions) -> int:
+    return max(options.max_states, getattr(config, "corpus_max_states", 0))
+
+
+def searched_in_processes(configs: list[tuple[str, CheckConfig | IsrCheckConfig]], options: GenerateOptions, workers: int) -> Iterator[Searched]:
+    """Each configuration's search, in order, run in `workers` forked processes at once: the
+    searches do not depend on each other (only what is kept of them does, in this process). The
+    processes die with this one and are stopped when it stops reading, whatever the reason."""
+    context = multiprocessing.get_context("fork")
+    with context.Pool(min(workers, len(configs)), initializer=become_worker, initargs=(os.getpid(),)) as pool:
+        pending = [pool.apply_async(search_one, (config, search_budget(config, options))) for _name, config in configs]
+        for result in pending:
+            yield result.get()
+
+
+def search_one(config: CheckConfig | IsrCheckConfig, budget: int) -> Searched:
+    """One configuration's coverage search, in a worker process."""
+    return search(coverage_maker(config)(), budget)
+
+
 def generate(
     configs: list[tuple[str, CheckConfig | IsrCheckConfig]],
     options: GenerateOptions,
     progress: Callable[[str], None] | None = None,
     spark: SparkRun | None = None,
+    workers: int = 1,
 ) -> tuple[dict[str, Trace], Manifest]:
     """The corpus of one or more configurations: traces by file name, and the manifest.
 
     A cell met by an earlier configuration's search is not sought again in a later one. The
-    searches run in this process, or on Spark; the corpus is the same.
+    searches run in this process, in `workers` processes at once (one configuration each), or on
+    Spark; the corpus is the same.
     """
     corpus: dict[str, Trace] = {}
     coverage: list[CoverageRow] = []
     explored = []
-    for name, config in configs:
-        system = isr_corpus if isinstance(config, IsrCheckConfig) else kraft_corpus
-        if system is kraft_corpus:
-            # Paths must be real, not renamed; and follow the model's default reading, which a trace
-            # records, listing the other outcomes the specification allows beside each step.
-            config = msgspec.structs.replace(config, symmetry=False, every_choice=False)
-        setting = system.setting(config)
-        dedicated: dict[str, set[tuple[int, bytes]]] = {}  # `rule ID | outcome` -> its distinct traces so far
-        for row in coverage:
-            if row.cell != dedicated_cell(row.cell):
-                dedicated.setdefault(dedicated_cell(row.cell), set()).add((row.trace, b""))
-        known = {row.cell for row in coverage} | {f"{family} #{n}" for family, kept in dedicated.items() if len(kept) >= DEDICATED for n in range(1, CANDIDATES + 1)}
-        make_coverage = partial(isr_corpus.IsrCoverage if system is isr_corpus else kraft_corpus.KraftCoverage, config)
-        searching = make_coverage()
-        budget = max(options.max_states, getattr(config, "corpus_max_states", 0))
-        if spark is None:
-            searched = search(searching, budget)
-        else:
-            searched = search_on_spark(spark, make_coverage, searching, budget, progress and (lambda line: progress(f"{name}: {line}")))
-        paths = inputs_of(searching, searched, known)
-        states, met = searched.states, len(searched.first)
-        explored.append(Explored(config=name, bounds=config, states=states, complete=searched.complete, cells=met))
-        by_inputs: dict[tuple[int, bytes], list[str]] = {}
-        chosen: dict[tuple[int, bytes], list[Input]] = {}
-        for cell, (node, inputs) in sorted(paths.items(), key=lambda item: slot_order(item[0])):
-            identity = (node, msgspec.msgpack.encode(inputs))
-            family = dedicated_cell(cell)
-            if family != cell:
-                kept = dedicated.setdefault(family, set())
-                if identity not in kept and len(kept) >= DEDICATED:
-                    continue  # the rule and outcome have their short traces; a duplicate place would only repeat one
-                kept.add(identity)
-            by_inputs.setdefault(identity, []).append(cell)
-            chosen[identity] = inputs
-        ordered = sorted(by_inputs, key=lambda k: (len(chosen[k]), by_inputs[k][0]))
-        for number, identity in enumerate(ordered, start=1):
-            covers = tuple(by_inputs[identity])
-            file_name = f"{name}-cell-{number:04d}-{slug(covers[0])}.jsonl"
-            initial, inputs = started(setting, identity[0], chosen[identity])
-            built = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), identity[0], inputs, f"{name}: shortest path to its cells", covers, initial)
-            reached = set(cells_of_last_step(built.header.setting, identity[0], built))
-            missing = [c for c in covers if dedicated_cell(c) not in reached]
-            if missing:
-                raise AssertionError(f"{file_name}: projected trace does not reproduce {missing[0]}")
-            corpus[file_name] = built
-            coverage.extend(CoverageRow(cell=c, trace=file_name, step=len(built.steps)) for c in covers)
-        for index in range(options.walks + options.aimed_walks):
-            seed = options.seed + index
-            for node, walked in system.walk(config, seed, options.walk_steps).items():
-                if not walked:
-                    continue
-                initial, inputs = started(setting, node, walked)
-                if index < options.walks:
-                    file_name = f"{name}-walk-{seed:04d}-node{node}.jsonl"
-                    origin = f"{name}: random walk, seed {seed}, {options.walk_steps} cluster steps, node {node}'s inputs"
-                    corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), node, inputs, origin, initial=initial)
-                for at, families in walk_cells(setting, node, inputs, initial):
-                    prefix = inputs[: at + 1]
-                    identity = (node, msgspec.msgpack.encode(prefix))
-                    covers = []
-                    for family in families:
-                        kept = dedicated.setdefault(family, set())
-                        if len(kept) < DEDICATED and identity not in kept:
-                            kept.add(identity)
-                            covers.append(f"{family} #{len(kept)}")
-                    if covers:
-                        file_name = f"{name}-walk-{seed:04d}-node{node}-step{at + 1:04d}.jsonl"
-                        origin = f"{name}: random walk, seed {seed}, node {node}'s inputs up to a rule and outcome the search gave fewer than {DEDICATED} traces"
-                        corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, prefix), node, prefix, origin, tuple(covers), initial)
-                        coverage.extend(CoverageRow(cell=c, trace=file_name, step=at + 1) for c in covers)
-        if progress:
-            progress(f"{name}: searched {states:,} states, {met:,} coverage cells ({len(ordered)} new traces), {options.walks} walks")
+    configs = [(name, searched_config(config)) for name, config in configs]
+    parallel = spark is None and workers > 1 and len(configs) > 1
+    with contextlib.closing(searched_in_processes(configs, options, workers)) if parallel else contextlib.nullcontext() as searches:
+        for name, config in configs:
+            system = system_of(config)
+            setting = system.setting(config)
+            dedicated: dict[str, set[tuple[int, bytes]]] = {}  # `rule ID | outcome` -> its distinct traces so far
+            for row in coverage:
+                if row.cell != dedicated_cell(row.cell):
+                    dedicated.setdefault(dedicated_cell(row.cell), set()).add((row.trace, b""))
+            known = {row.cell for row in coverage} | {f"{family} #{n}" for family, kept in dedicated.items() if len(kept) >= DEDICATED for n in range(1, CANDIDATES + 1)}
+            make_coverage = coverage_maker(config)
+            searching = make_coverage()
+            budget = search_budget(config, options)
+            if searches is not None:
+                searched = next(searches)
+            elif spark is None:
+                searched = search(searching, budget)
+            else:
+                searched = search_on_spark(spark, make_coverage, searching, budget, progress and (lambda line: progress(f"{name}: {line}")))
+            paths = inputs_of(searching, searched, known)
+            states, met = searched.states, len(searched.first)
+            explored.append(Explored(config=name, bounds=config, states=states, complete=searched.complete, cells=met))
+            by_inputs: dict[tuple[int, bytes], list[str]] = {}
+            chosen: dict[tuple[int, bytes], list[Input]] = {}
+            for cell, (node, inputs) in sorted(paths.items(), key=lambda item: slot_order(item[0])):
+                identity = (node, msgspec.msgpack.encode(inputs))
+                family = dedicated_cell(cell)
+                if family != cell:
+                    kept = dedicated.setdefault(family, set())
+                    if identity not in kept and len(kept) >= DEDICATED:
+                        continue  # the rule and outcome have their short traces; a duplicate place would only repeat one
+                    kept.add(identity)
+                by_inputs.setdefault(identity, []).append(cell)
+                chosen[identity] = inputs
+            ordered = sorted(by_inputs, key=lambda k: (len(chosen[k]), by_inputs[k][0]))
+            for number, identity in enumerate(ordered, start=1):
+                covers = tuple(by_inputs[identity])
+                file_name = f"{name}-cell-{number:04d}-{slug(covers[0])}.jsonl"
+                initial, inputs = started(setting, identity[0], chosen[identity])
+                built = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), identity[0], inputs, f"{name}: shortest path to its cells", covers, initial)
+                reached = set(cells_of_last_step(built.header.setting, identity[0], built))
+                missing = [c for c in covers if dedicated_cell(c) not in reached]
+                if missing:
+                    raise AssertionError(f"{file_name}: projected trace does not reproduce {missing[0]}")
+                corpus[file_name] = built
+                coverage.extend(CoverageRow(cell=c, trace=file_name, step=len(built.steps)) for c in covers)
+            for index in range(options.walks + options.aimed_walks):
+                seed = options.seed + index
+                for node, walked in system.walk(config, seed, options.walk_steps).items():
+                    if not walked:
+                        continue
+                    initial, inputs = started(setting, node, walked)
+                    if index < options.walks:
+                        file_name = f"{name}-walk-{seed:04d}-node{node}.jsonl"
+                        origin = f"{name}: random walk, seed {seed}, {options.walk_steps} cluster steps, node {node}'s inputs"
+                        corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, inputs), node, inputs, origin, initial=initial)
+                    for at, families in walk_cells(setting, node, inputs, initial):
+                        prefix = inputs[: at + 1]
+                        identity = (node, msgspec.msgpack.encode(prefix))
+                        covers = []
+                        for family in families:
+                            kept = dedicated.setdefault(family, set())
+                            if len(kept) < DEDICATED and identity not in kept:
+                                kept.add(identity)
+                                covers.append(f"{family} #{len(kept)}")
+                        if covers:
+                            file_name = f"{name}-walk-{seed:04d}-node{node}-step{at + 1:04d}.jsonl"
+                            origin = f"{name}: random walk, seed {seed}, node {node}'s inputs up to a rule and outcome the search gave fewer than {DEDICATED} traces"
+                            corpus[file_name] = build_trace(file_name.removesuffix(".jsonl"), plain(setting, prefix), node, prefix, origin, tuple(covers), initial)
+                            coverage.extend(CoverageRow(cell=c, trace=file_name, step=at + 1) for c in covers)
+            if progress:
+                progress(f"{name}: searched {states:,} states, {met:,} coverage cells ({len(ordered)} new traces), {options.walks} walks")
     rules: dict[str, int] = {}
     for built in corpus.values():
         for step in built.steps:

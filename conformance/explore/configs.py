@@ -1,6 +1,7 @@
 """Exploration configurations: named ones from configs.toml, overridable from the command line."""
 
 import functools
+import os
 import tomllib
 from pathlib import Path
 
@@ -25,6 +26,16 @@ def check_bound(name: str, value: int, low: int, high: int | None = None) -> Non
         raise ConfigError(f"{name} must {limit}, got {value}")
     if high is not None and value > high:
         raise ConfigError(f"{name} must be at most {high}, got {value}")
+
+
+MAX_WORKERS = 64  # worker processes a search may start
+
+
+def worker_count(requested: int | None) -> int:
+    """--workers as asked for, or one per core (at most MAX_WORKERS); refused outside 1..MAX_WORKERS."""
+    workers = requested if requested is not None else min(os.cpu_count() or 1, MAX_WORKERS)
+    check_bound("--workers", workers, 1, MAX_WORKERS)
+    return workers
 
 
 class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

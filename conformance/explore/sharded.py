@@ -32,7 +32,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from adapters.process_lifetime import die_with_parent
+from adapters.process_lifetime import become_worker
 from conformance.explore.engine import (
     Counterexample,
     Findings,
@@ -164,9 +164,7 @@ def worker_main(index: int, count: int, make_system: Callable[[], System], place
     coordinator holds them. A terminal's Ctrl-C reaches the whole process group: only the
     coordinator acts on it; SIGTERM ends a worker at once.
     """
-    die_with_parent(coordinator)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    become_worker(coordinator)
     for end in foreign:
         end.close()
     try:

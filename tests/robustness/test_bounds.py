@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from conformance import cli
-from conformance.commands.check import MAX_WORKERS
+from conformance.explore.configs import MAX_WORKERS
 from conformance.explore.check import VACUOUS
 from conformance.explore.configs import MAX_NODES, CheckConfig, IsrCheckConfig
 from conformance.explore.kraft_system import MAX_SYMMETRIC_NODES
@@ -74,6 +74,8 @@ SYMMETRY_LIMIT = "symmetry reduction supports at most 6 nodes (voters and observ
         (["traces", "generate", "--config", "smoke", "--walks", "-1", "--out", "never-written"], "--walks must not be negative, got -1"),
         (["traces", "generate", "--config", "smoke", "--aimed-walks", "-1", "--out", "never-written"], "--aimed-walks must not be negative, got -1"),
         (["traces", "generate", "--config", "smoke", "--walk-steps", "0", "--out", "never-written"], "--walk-steps must be at least 1, got 0"),
+        (["traces", "generate", "--config", "smoke", "--workers", "0", "--out", "never-written"], "--workers must be at least 1, got 0"),
+        (["traces", "generate", "--config", "smoke", "--workers", "65", "--out", "never-written"], "--workers must be at most 64, got 65"),
         (["traces", "generate", "--config", "smoke", "--seed", str(2**64), "--out", "never-written"], f"--seed must be at most {2**63 - 1}, got {2**64}"),
     ],
 )

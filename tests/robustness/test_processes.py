@@ -287,6 +287,27 @@ def test_an_interrupted_certify_with_jobs_prints_one_line_and_no_traceback(start
     wait_for(lambda: not [pid for pid in jobs if alive(pid)], "the jobs to end")
 
 
+@pytest.mark.parametrize(
+    "signum, group",
+    [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGKILL, False)],
+    ids=["Ctrl-C to the process group", "SIGTERM to kraftcheck", "SIGKILL to kraftcheck"],
+)
+def test_an_interrupted_corpus_generation_with_workers_leaves_no_process_and_writes_nothing(started, tmp_path, signum, group):
+    """`traces generate --workers 2`: each search in a worker of its own. Stopped, kraftcheck says
+    one line (killed, nothing), its workers end with it, and no corpus is written."""
+    out = tmp_path / "corpus"
+    generate = started.kraftcheck("traces", "generate", "--profile", "kafka-4.3", "--workers", "2", "--out", str(out))
+    workers = wait_for(lambda: exploring_workers(generate), "two searches running")
+    (os.killpg if group else os.kill)(generate.pid, signum)
+    _, err = generate.communicate(timeout=WAIT_SECONDS)
+    if signum == signal.SIGKILL:
+        assert generate.returncode == -signal.SIGKILL
+    else:
+        assert generate.returncode == 130 and err == "kraftcheck: interrupted\n", err
+    wait_for(lambda: not [pid for pid in workers if alive(pid)], "the workers to end")
+    assert not out.exists()
+
+
 def test_a_certify_job_killed_costs_the_trace_it_replayed_and_another_job_replays_the_rest(started, tmp_path):
     """A job has a pipe of its own: its death leaves nothing half-sent in another's way."""
     corpus = doubled_corpus(tmp_path)

@@ -13,10 +13,11 @@ import java.util.Map;
  * What differs in elections between the Kafka releases the adapter builds against, for Kafka
  * 3.9.x: the feature class, KafkaRaftClient.initialize's arguments, the Vote request's field
  * names (no pre-vote yet), a candidate's backoff after a lost election. The build picks this
- * source directory or src/kafka-4 (property kraftcheck.release); both have the same methods.
+ * source directory, src/kafka-4 or src/kafka-3.3 (property kraftcheck.release); all have the
+ * same methods but kraftVersions and initialize, which only src/client-3.9 uses.
  */
 final class Release {
-        private Release() {
+    private Release() {
     }
 
     static SupportedVersionRange kraftVersions() {

@@ -14,7 +14,8 @@ import java.util.Map;
  * What differs in elections between the Kafka releases the adapter builds against, for Kafka 4.x:
  * KafkaRaftClient.initialize's arguments, the Vote request's field names and pre-vote (KIP-996),
  * the prospective state, and in 4.0 only a candidate's backoff. The build picks this source
- * directory or src/kafka-3.9 (property kraftcheck.release); both have the same methods.
+ * directory, src/kafka-3.9 or src/kafka-3.3 (property kraftcheck.release); all have the same
+ * methods but kraftVersions and initialize, which only src/client-3.9 uses.
  */
 final class Release {
     private Release() {

@@ -5,17 +5,10 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import org.apache.kafka.common.Node;
-import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.raft.errors.NotLeaderException;
-import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.common.utils.MockTime;
-import org.apache.kafka.raft.generated.QuorumStateData;
-import org.apache.kafka.raft.internals.BatchMemoryPool;
-import org.apache.kafka.server.common.KRaftVersion;
 
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -24,7 +17,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalInt;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -55,7 +47,6 @@ final class DrivenNode {
     private final MockLog log;
     private final MockQuorumStateStore store = new MockQuorumStateStore();
     private final Random random = new Random(RANDOM_SEED);
-    private final QuorumConfig quorumConfig = quorumConfig();
     private final List<RaftRequest.Outbound> undrained = new ArrayList<>();
     private final Map<Integer, RaftRequest.Outbound> awaitingResponse = new LinkedHashMap<>();
     private MockNetworkChannel channel;
@@ -72,7 +63,7 @@ final class DrivenNode {
             throw new Unsupported("a node without a cluster id: a Kafka node always has one (cluster.id)");
         }
         clusterId = cluster.path("cluster_id").asText();
-        messages = new Messages(nodeId, voters, MockNetworkChannel.LISTENER_NAME);
+        messages = new Messages(nodeId, voters);
         log = RecordCodec.newLog(Messages.PARTITION, Messages.TOPIC_ID, new LogContext("[node " + nodeId + "] "));
         JsonNode initial = start.path("initial");
         boolean empty = initial.path("epoch").asInt(0) == 0 && initial.path("leader_id").asInt(-1) == -1
@@ -84,58 +75,21 @@ final class DrivenNode {
         }
     }
 
-    private static QuorumConfig quorumConfig() {
-        Map<String, Object> config = new HashMap<>();
-        config.put(QuorumConfig.QUORUM_REQUEST_TIMEOUT_MS_CONFIG, REQUEST_TIMEOUT_MS);
-        config.put(QuorumConfig.QUORUM_RETRY_BACKOFF_MS_CONFIG, RETRY_BACKOFF_MS);
-        config.put(QuorumConfig.QUORUM_ELECTION_TIMEOUT_MS_CONFIG, ELECTION_TIMEOUT_MS);
-        config.put(QuorumConfig.QUORUM_ELECTION_BACKOFF_MAX_MS_CONFIG, ELECTION_BACKOFF_MAX_MS);
-        config.put(QuorumConfig.QUORUM_FETCH_TIMEOUT_MS_CONFIG, FETCH_TIMEOUT_MS);
-        config.put(QuorumConfig.QUORUM_LINGER_MS_CONFIG, 0);
-        return new QuorumConfig(new AbstractConfig(QuorumConfig.CONFIG_DEF, config));
-    }
-
     /** The quorum-state file and the log a trace starts from. */
     private void persist(JsonNode initial) {
-        List<QuorumStateData.Voter> stateVoters = voters.stream().map(id -> new QuorumStateData.Voter().setVoterId(id)).toList();
-        QuorumStateData data = new QuorumStateData()
-            .setLeaderEpoch(initial.path("epoch").asInt(0))
-            .setLeaderId(initial.path("leader_id").asInt(-1))
-            .setVotedId(initial.path("voted_id").asInt(-1))
-            .setCurrentVoters(stateVoters);
-        store.writeElectionState(ElectionState.fromQuorumStateData(data), KRaftVersion.KRAFT_VERSION_0);
+        Election election = new Election(initial.path("epoch").asInt(0), initial.path("leader_id").asInt(-1), initial.path("voted_id").asInt(-1));
+        Client.writeElection(store, election, voters);
         RecordCodec.append(log, Messages.traceRecords(initial.path("log")), voters);
     }
 
     private void bringUp() {
-        channel = new MockNetworkChannel(correlationIds);
+        channel = Client.newChannel(correlationIds, voters);
         queue = new MockMessageQueue();
         awaitingResponse.clear();
         log.reopen();
-        LogContext logContext = new LogContext("[node " + nodeId + "] ");
-        client = new KafkaRaftClient<>(
-            OptionalInt.of(nodeId),
-            new Uuid(0L, nodeId + 1L),
-            new IntegerSerde(),
-            channel,
-            queue,
-            log,
-            new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES),
-            time,
-            new MockExpirationService(time),
-            0,
-            true,
-            clusterId,
-            List.of(),
-            messages.endpoints(nodeId),
-            Release.kraftVersions(),
-            logContext,
-            random,
-            quorumConfig
-        );
         Map<Integer, InetSocketAddress> voterAddresses = new HashMap<>();
         voters.forEach(id -> voterAddresses.put(id, Messages.address(id)));
-        Release.initialize(client, voterAddresses, store, new Metrics(time));
+        client = Client.newClient(nodeId, clusterId, voterAddresses, channel, queue, log, store, time, random, new LogContext("[node " + nodeId + "] "));
         shutdown = false;
         pollUntilQuiet();
     }
@@ -162,7 +116,7 @@ final class DrivenNode {
             } catch (RuntimeException fatal) {
                 System.err.println("KafkaRaftClient failed; the node is down: " + fatal);
                 fatal.printStackTrace(System.err);
-                client = null;
+                goDown();
                 shutdown = true;
                 return;
             }
@@ -175,7 +129,7 @@ final class DrivenNode {
 
     private String progress() {
         QuorumState quorum = client.quorum();
-        return role() + "|" + quorum.epoch() + "|" + quorum.leaderId() + "|" + undrained.size() + "|" + log.endOffset().offset() + "|" + quorum.highWatermark();
+        return role() + "|" + quorum.epoch() + "|" + quorum.leaderId() + "|" + undrained.size() + "|" + Api.offset(log.endOffset()) + "|" + quorum.highWatermark();
     }
 
     // ---- input commands; each returns the reply's response (or null) and sets append_result
@@ -185,7 +139,7 @@ final class DrivenNode {
             return null;
         }
         ApiMessage data = Messages.overTheWire(messages.peerRequest(message));
-        RaftRequest.Inbound inbound = new RaftRequest.Inbound(channel.listenerName(), correlationIds.getAndIncrement(), Messages.version(data), data, time.milliseconds());
+        RaftRequest.Inbound inbound = Api.inboundRequest(correlationIds.getAndIncrement(), data, time.milliseconds());
         client.handle(inbound);
         pollUntilQuiet();
         RaftResponse.Outbound response = inbound.completion.getNow(null);
@@ -199,7 +153,7 @@ final class DrivenNode {
         }
         Integer correlationId = null;
         for (RaftRequest.Outbound sent : awaitingResponse.values()) {
-            if (sent.destination().id() == source && Json.canonical(messages.sentRequest(sent.data())).equals(Json.canonical(request))) {
+            if (Client.destination(sent) == source && Json.canonical(messages.sentRequest(sent.data())).equals(Json.canonical(request))) {
                 correlationId = sent.correlationId();
             }
         }
@@ -207,8 +161,7 @@ final class DrivenNode {
             return;
         }
         awaitingResponse.remove(correlationId);
-        Node node = new Node(source, Messages.address(source).getHostString(), Messages.address(source).getPort());
-        channel.mockReceive(new RaftResponse.Inbound(correlationId, Messages.overTheWire(messages.peerResponse(message)), node));
+        channel.mockReceive(Client.inboundResponse(correlationId, Messages.overTheWire(messages.peerResponse(message)), source));
         pollUntilQuiet();
     }
 
@@ -236,8 +189,9 @@ final class DrivenNode {
                 }
             }
             case "progress_timeout" -> {
+                // Kafka 3.6 and older have no check-quorum timer: the timer does nothing there.
                 if (client.quorum().isLeader()) {
-                    sleepAndPoll(client.quorum().leaderStateOrThrow().timeUntilCheckQuorumExpires(time.milliseconds()));
+                    Api.checkQuorumMs(client.quorum().leaderStateOrThrow(), time.milliseconds()).ifPresent(this::sleepAndPoll);
                 }
             }
             case "request_timeout" -> {
@@ -269,8 +223,7 @@ final class DrivenNode {
         }
         ObjectNode result = JSON.objectNode();
         try {
-            long offset = client.prepareAppend(client.quorum().epoch(), List.of(value));
-            client.schedulePreparedAppend();
+            long offset = Api.append(client, value);
             pollUntilQuiet();
             return result.put("ErrorCode", 0).put("Offset", offset);
         } catch (NotLeaderException notLeader) {
@@ -285,12 +238,20 @@ final class DrivenNode {
         }
     }
 
-    /** A process crash: what the node wrote to its log survives (the operating system has it); nothing else does. */
     void crash() {
         if (isUp()) {
-            log.flush(true);
-            client = null;
+            goDown();
         }
+    }
+
+    /**
+     * The process stops, by a crash or a fatal error: what the node wrote to its log survives (the
+     * operating system has it), flushed or not (an observer of Kafka 3.5 to 3.8 does not flush
+     * what it appends: KafkaRaftClient.appendAsFollower); nothing else does.
+     */
+    private void goDown() {
+        log.flush(true);
+        client = null;
     }
 
     void restart() {
@@ -310,7 +271,7 @@ final class DrivenNode {
         undrained.sort(Comparator.comparingInt(RaftRequest.Outbound::correlationId));
         for (RaftRequest.Outbound sent : undrained) {
             awaitingResponse.put(sent.correlationId(), sent);
-            ObjectNode send = sends.addObject().put("destination", sent.destination().id());
+            ObjectNode send = sends.addObject().put("destination", Client.destination(sent));
             send.set("message", messages.sentRequest(sent.data()));
         }
         undrained.clear();
@@ -321,15 +282,15 @@ final class DrivenNode {
         ObjectNode state = JSON.objectNode();
         List<TraceRecord> records = RecordCodec.logRecords(log);
         if (!isUp()) {
-            ElectionState election = store.readElectionState().orElse(ElectionState.withUnknownLeader(0, java.util.Set.of()));
-            state.put("role", "down").put("epoch", election.epoch()).put("leader_id", election.optionalLeaderId().orElse(-1))
-                .put("voted_id", election.optionalVotedKey().map(ReplicaKey::id).orElse(-1)).put("high_watermark", 0);
+            Election election = Client.readElection(store).orElse(Election.NONE);
+            state.put("role", "down").put("epoch", election.epoch()).put("leader_id", election.leaderId())
+                .put("voted_id", election.votedId()).put("high_watermark", 0);
         } else {
             QuorumState quorum = client.quorum();
-            ElectionState election = store.readElectionState().orElseThrow();
+            Election election = Client.readElection(store).orElseThrow();
             state.put("role", role()).put("epoch", quorum.epoch()).put("leader_id", quorum.leaderId().orElse(-1))
-                .put("voted_id", election.optionalVotedKey().map(ReplicaKey::id).orElse(-1))
-                .put("high_watermark", quorum.highWatermark().map(LogOffsetMetadata::offset).orElse(-1L));
+                .put("voted_id", election.votedId())
+                .put("high_watermark", quorum.highWatermark().map(Api::offset).orElse(-1L));
         }
         state.put("log_end_offset", records.size());
         ArrayNode entries = state.putArray("log");
@@ -353,6 +314,6 @@ final class DrivenNode {
         } else if (quorum.isFollower()) {
             return "follower";
         }
-        return quorum.isUnattachedAndVoted() ? "voted" : "unattached";
+        return Api.isVoted(quorum) ? "voted" : "unattached";
     }
 }

@@ -17,18 +17,17 @@ import org.apache.kafka.common.message.FetchRequestData;
 import org.apache.kafka.common.message.FetchResponseData;
 import org.apache.kafka.common.message.VoteRequestData;
 import org.apache.kafka.common.message.VoteResponseData;
-import org.apache.kafka.common.network.ListenerName;
 import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.protocol.ObjectSerializationCache;
+import org.apache.kafka.common.requests.FetchRequest;
 
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The one place where kraftcheck's messages (spec/subprocess-protocol.md: the flattened
@@ -36,6 +35,7 @@ import java.util.Map;
  * message crosses at the latest version of its RPC in the Kafka release built against (what
  * two nodes of that release use with each other), serialized and read back at that version
  * as Kafka's own RaftClientTestContext does, so a field the version lacks cannot slip through.
+ * What other nodes send is built with that release's own builders (Api, Release.voteRequest).
  */
 final class Messages {
     static final TopicPartition PARTITION = new TopicPartition("__cluster_metadata", 0);
@@ -45,21 +45,15 @@ final class Messages {
 
     private final int nodeId;
     private final List<Integer> voters;
-    private final ListenerName listener;
 
-    Messages(int nodeId, List<Integer> voters, ListenerName listener) {
+    Messages(int nodeId, List<Integer> voters) {
         this.nodeId = nodeId;
         this.voters = List.copyOf(voters);
-        this.listener = listener;
     }
 
     /** Where a node is reached: a made-up, never resolved address (nothing is ever connected). */
     static InetSocketAddress address(int id) {
         return InetSocketAddress.createUnresolved("node-" + id, 9990);
-    }
-
-    Endpoints endpoints(int id) {
-        return id < 0 ? Endpoints.empty() : Endpoints.fromInetSocketAddresses(Map.of(listener, address(id)));
     }
 
     static short version(ApiMessage message) {
@@ -95,27 +89,20 @@ final class Messages {
             case "VoteRequest":
                 return Release.voteRequest(PARTITION, clusterId, integer(message, "CandidateEpoch"), integer(message, "CandidateId"), nodeId,
                     integer(message, "LastOffsetEpoch"), message.path("LastOffset").asLong(), message.path("PreVote").asBoolean(false));
-            case "BeginQuorumEpochRequest": {
-                int leaderId = integer(message, "LeaderId");
-                return RaftUtil.singletonBeginQuorumEpochRequest(PARTITION, clusterId, integer(message, "LeaderEpoch"), leaderId, endpoints(leaderId),
-                    ReplicaKey.of(nodeId, ReplicaKey.NO_DIRECTORY_ID));
-            }
-            case "EndQuorumEpochRequest": {
-                List<ReplicaKey> successors = new ArrayList<>();
-                message.path("PreferredSuccessors").forEach(id -> successors.add(ReplicaKey.of(id.asInt(), ReplicaKey.NO_DIRECTORY_ID)));
-                return RaftUtil.singletonEndQuorumEpochRequest(PARTITION, clusterId, integer(message, "LeaderEpoch"), integer(message, "LeaderId"), successors);
-            }
+            case "BeginQuorumEpochRequest":
+                return Api.beginQuorumEpochRequest(clusterId, integer(message, "LeaderEpoch"), integer(message, "LeaderId"), nodeId);
+            case "EndQuorumEpochRequest":
+                return Api.endQuorumEpochRequest(clusterId, integer(message, "LeaderEpoch"), integer(message, "LeaderId"), ids(message.path("PreferredSuccessors")));
             case "FetchRequest":
-                return RaftUtil.singletonFetchRequest(PARTITION, TOPIC_ID, partition -> partition
+                return Api.fetchFrom(integer(message, "ReplicaId"), RaftUtil.singletonFetchRequest(PARTITION, TOPIC_ID, partition -> partition
                         .setCurrentLeaderEpoch(integer(message, "CurrentLeaderEpoch"))
                         .setFetchOffset(message.path("FetchOffset").asLong())
                         .setLastFetchedEpoch(integer(message, "LastFetchedEpoch")))
                     .setClusterId(clusterId)
                     .setMaxWaitMs(0)
-                    .setMaxBytes(FETCH_MAX_BYTES)
-                    .setReplicaState(new FetchRequestData.ReplicaState().setReplicaId(integer(message, "ReplicaId")));
+                    .setMaxBytes(FETCH_MAX_BYTES));
             case "DescribeQuorumRequest":
-                return RaftUtil.singletonDescribeQuorumRequest(PARTITION);
+                return Api.describeQuorumRequest();
             default:
                 throw new Unsupported("a " + type + " request: KafkaRaftClient serves Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and DescribeQuorum");
         }
@@ -180,7 +167,7 @@ final class Messages {
             return reply;
         } else if (data instanceof FetchRequestData fetch) {
             FetchRequestData.FetchPartition partition = fetch.topics().get(0).partitions().get(0);
-            int replicaId = fetch.replicaState().replicaId() >= 0 ? fetch.replicaState().replicaId() : fetch.replicaId();
+            int replicaId = new FetchRequest(fetch, version(fetch)).replicaId();  // where its version carries it (KIP-903 moved it in v15)
             return message("FetchRequest").put("ClusterId", fetch.clusterId()).put("ReplicaId", replicaId)
                 .put("CurrentLeaderEpoch", partition.currentLeaderEpoch()).put("FetchOffset", partition.fetchOffset()).put("LastFetchedEpoch", partition.lastFetchedEpoch());
         }
@@ -196,26 +183,22 @@ final class Messages {
         int leaderId = integer(message, "LeaderId");
         switch (type) {
             case "VoteResponse":
-                return RaftUtil.singletonVoteResponse(listener, version(new VoteResponseData()), error, PARTITION, partitionError, integer(message, "LeaderEpoch"),
-                    leaderId, message.path("VoteGranted").asBoolean(), endpoints(leaderId));
+                return Api.voteResponse(error, partitionError, integer(message, "LeaderEpoch"), leaderId, message.path("VoteGranted").asBoolean());
             case "BeginQuorumEpochResponse":
-                return RaftUtil.singletonBeginQuorumEpochResponse(listener, version(new BeginQuorumEpochResponseData()), error, PARTITION, partitionError,
-                    integer(message, "LeaderEpoch"), leaderId, endpoints(leaderId));
+                return Api.beginQuorumEpochResponse(error, partitionError, integer(message, "LeaderEpoch"), leaderId);
             case "EndQuorumEpochResponse":
-                return RaftUtil.singletonEndQuorumEpochResponse(listener, version(new EndQuorumEpochResponseData()), error, PARTITION, partitionError,
-                    integer(message, "LeaderEpoch"), leaderId, endpoints(leaderId));
+                return Api.endQuorumEpochResponse(error, partitionError, integer(message, "LeaderEpoch"), leaderId);
             case "FetchResponse": {
                 JsonNode leader = message.path("CurrentLeader");
                 JsonNode diverging = message.path("DivergingEpoch");
                 int fetchLeaderId = integer(leader, "LeaderId");
-                return RaftUtil.singletonFetchResponse(listener, version(new FetchResponseData()), PARTITION, TOPIC_ID, error, fetchLeaderId, endpoints(fetchLeaderId),
-                    partition -> {
-                        partition.setErrorCode(partitionError.code())
-                            .setHighWatermark(message.path("HighWatermark").asLong())
-                            .setDivergingEpoch(new FetchResponseData.EpochEndOffset().setEpoch(integer(diverging, "Epoch")).setEndOffset(diverging.path("EndOffset").asLong()))
-                            .setCurrentLeader(new FetchResponseData.LeaderIdAndEpoch().setLeaderId(fetchLeaderId).setLeaderEpoch(integer(leader, "LeaderEpoch")));
-                        RecordCodec.setFetchedRecords(partition, traceRecords(message.path("Records")), voters);
-                    });
+                return Api.fetchResponse(error, fetchLeaderId, partition -> {
+                    partition.setErrorCode(partitionError.code())
+                        .setHighWatermark(message.path("HighWatermark").asLong())
+                        .setDivergingEpoch(new FetchResponseData.EpochEndOffset().setEpoch(integer(diverging, "Epoch")).setEndOffset(diverging.path("EndOffset").asLong()))
+                        .setCurrentLeader(new FetchResponseData.LeaderIdAndEpoch().setLeaderId(fetchLeaderId).setLeaderEpoch(integer(leader, "LeaderEpoch")));
+                    RecordCodec.setFetchedRecords(partition, traceRecords(message.path("Records")), voters);
+                });
             }
             default:
                 throw new Unsupported("a " + type + " response: KafkaRaftClient sends Vote, BeginQuorumEpoch, EndQuorumEpoch and Fetch requests");

@@ -7,7 +7,7 @@ import java.util.List;
 /**
  * One record of a kraftcheck log: a client value, or (value null) a LeaderChange control
  * record. It is what crosses between kraftcheck's JSON and Kafka's record batches, whose
- * classes live in a different package in each Kafka release (see Release).
+ * classes live in a different package in each Kafka release (see RecordCodec).
  *
  * A LeaderChange record keeps the fields of the schema it was written under: the KIP's
  * VotedIds, or Kafka's Version, Voters and GrantingVoters (an empty list: not written).

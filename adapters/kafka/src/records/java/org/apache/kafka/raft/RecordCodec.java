@@ -2,7 +2,6 @@ package org.apache.kafka.raft;
 
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
-import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.message.FetchResponseData;
 import org.apache.kafka.common.message.LeaderChangeMessage;
 import org.apache.kafka.common.record.ControlRecordType;
@@ -19,7 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Kafka's record batches and MockLog as the adapter reads and writes them, for Kafka 3.9 to
+ * Kafka's record batches and MockLog as the adapter reads and writes them, for Kafka 3.3 to
  * 4.2: record classes in org.apache.kafka.common.record, MockLog.read(offset, isolation). The
  * build picks this source directory or src/records-internal (property kraftcheck.records);
  * both have the same methods.
@@ -55,9 +54,14 @@ final class RecordCodec {
         return whole.flip();
     }
 
+    /**
+     * Writes a trace's log. MockLog.appendAsLeader is the append whose arguments every release
+     * shares (appendAsFollower took the epoch from 3.9 on); given each batch's own epoch it stores
+     * the batch as it is, as appendAsFollower does (MockLog.append).
+     */
     static void append(MockLog log, List<TraceRecord> records, List<Integer> voters) {
         for (TraceRecord record : records) {
-            log.appendAsFollower(batch(record, voters), record.epoch());
+            log.appendAsLeader(batch(record, voters), record.epoch());
         }
         log.flush(true);
     }
@@ -68,7 +72,7 @@ final class RecordCodec {
                 record.leaderChangeMessage(voters));
         }
         ByteBuffer value = ByteBuffer.allocate(Integer.BYTES).putInt(0, record.value());
-        return MemoryRecords.withRecords(record.offset(), Compression.NONE, record.epoch(), new SimpleRecord(0L, null, value));
+        return MemoryRecords.withRecords(record.offset(), Client.NO_COMPRESSION, record.epoch(), new SimpleRecord(0L, null, value));  // Client: the compression class changed in 3.8
     }
 
     static List<TraceRecord> logRecords(MockLog log) {

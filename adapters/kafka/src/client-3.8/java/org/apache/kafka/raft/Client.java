@@ -1,0 +1,89 @@
+package org.apache.kafka.raft;
+
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.protocol.ApiMessage;
+import org.apache.kafka.common.utils.LogContext;
+import org.apache.kafka.common.utils.MockTime;
+import org.apache.kafka.raft.generated.QuorumStateData;
+import org.apache.kafka.raft.internals.BatchMemoryPool;
+import org.apache.kafka.raft.internals.ReplicaKey;
+
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * How the adapter builds a KafkaRaftClient on Kafka's mocks, for Kafka 3.8, which began KIP-853:
+ * the constructor takes the node's directory id and bootstrap servers (none: static voters) and a
+ * QuorumConfig of its timeouts, initialize the static voters, the quorum-state store and the
+ * metrics; the quorum-state file is written with a kraft.version number and its vote is an
+ * internal ReplicaKey; requests name their destination and responses their source as a Node, a
+ * batch's compression is a Compression. The build picks this source directory, src/client-3.9 or
+ * src/client-3.3 (property kraftcheck.client); all have the same methods.
+ */
+final class Client {
+    static final Compression NO_COMPRESSION = Compression.NONE;
+
+    private Client() {
+    }
+
+    static MockNetworkChannel newChannel(AtomicInteger correlationIds, List<Integer> voters) {
+        return new MockNetworkChannel(correlationIds);
+    }
+
+    /** The client built with its full constructor and initialized with the static voters. */
+    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, MockNetworkChannel channel,
+                                              MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, Random random, LogContext logContext) {
+        QuorumConfig config = new QuorumConfig(DrivenNode.REQUEST_TIMEOUT_MS, DrivenNode.RETRY_BACKOFF_MS, DrivenNode.ELECTION_TIMEOUT_MS,
+            DrivenNode.ELECTION_BACKOFF_MAX_MS, DrivenNode.FETCH_TIMEOUT_MS, 0);
+        KafkaRaftClient<Integer> client = new KafkaRaftClient<>(
+            OptionalInt.of(nodeId),
+            new Uuid(0L, nodeId + 1L),
+            new IntegerSerde(),
+            channel,
+            queue,
+            log,
+            new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES),
+            time,
+            new MockExpirationService(time),
+            0,
+            clusterId,
+            List.of(),
+            logContext,
+            random,
+            config
+        );
+        client.initialize(voters, store, new Metrics(time));
+        return client;
+    }
+
+    static int destination(RaftRequest.Outbound request) {
+        return request.destination().id();
+    }
+
+    static RaftResponse.Inbound inboundResponse(int correlationId, ApiMessage data, int source) {
+        InetSocketAddress address = Messages.address(source);
+        return new RaftResponse.Inbound(correlationId, data, new Node(source, address.getHostString(), address.getPort()));
+    }
+
+    static void writeElection(MockQuorumStateStore store, Election election, List<Integer> voters) {
+        QuorumStateData data = new QuorumStateData()
+            .setLeaderEpoch(election.epoch())
+            .setLeaderId(election.leaderId())
+            .setVotedId(election.votedId())
+            .setCurrentVoters(voters.stream().map(id -> new QuorumStateData.Voter().setVoterId(id)).toList());
+        store.writeElectionState(ElectionState.fromQuorumStateData(data), (short) 0);
+    }
+
+    static Optional<Election> readElection(MockQuorumStateStore store) {
+        return store.readElectionState().map(election ->
+            new Election(election.epoch(), election.optionalLeaderId().orElse(-1), election.optionalVotedKey().map(ReplicaKey::id).orElse(-1)));
+    }
+}
