@@ -4,7 +4,7 @@ from model.config import NodeConfig
 from model.events import Response, Send
 from model.messages import BeginQuorumEpochRequest, BeginQuorumEpochResponse
 from model.state import NodeState, Role
-from model.transitions import as_sent, Transition, awaits, become_follower, dropped, names_self_wrongly, observe_leader, refused_as_invalid, replace, shut_down
+from model.transitions import as_sent, Transition, awaits, become_follower, dropped, leader_membership, names_self_wrongly, observe_leader, refused_as_invalid, replace, shut_down
 from model.validity import ahead_of_epoch_check, begin_refusal
 from model.vote import cluster_id_conflicts
 from spec import errors
@@ -28,6 +28,10 @@ def handle_begin_request(config: NodeConfig, state: NodeState, source: int, requ
         return answer(state, ("COMMON-4",), refusal)
     if request.LeaderEpoch < state.epoch:
         return answer(state, ("BEGIN-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
+    membership = leader_membership(config, state, request.LeaderId, request.LeaderEpoch, "BEGIN-REQ-4")
+    if membership is not None:
+        taken, rules, error, outputs = membership
+        return answer(taken, rules, error, extra=outputs)
     if names_self_wrongly(config, state, request.LeaderId, request.LeaderEpoch):  # refused before, unless conflicting_leader_fatal
         return shut_down(state, f"BeginQuorumEpoch from {source} names this node leader of epoch {request.LeaderEpoch}, which it does not lead", ("BEGIN-REQ-3",))
     if request.LeaderEpoch == state.epoch and state.leader_id != -1:

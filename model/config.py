@@ -37,6 +37,12 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # (KafkaRaftClient.pollUnattachedCommon, maybeSendFetchToAnyBootstrap). A node starts as one
     # coming back from an empty persisted state, so its first Fetch is seen.
     unattached_discovery: bool = False
+    # BOOT-1 at a voter, before KIP-853 (Kafka 3.3 to 3.8). False: a voter that knows no leader on
+    # starting sends Fetch to the voters until its election timer expires (the KIP); True: it sends
+    # nothing, on starting or later, and stands when its election timer expires, while an observer
+    # fetches (KafkaRaftClient.pollUnattached: pollUnattachedAsVoter only waits). As under
+    # unattached_discovery, a node starts down, so that what it sends on starting is seen.
+    unattached_voter_waits: bool = False
     # OBS-2: which voters "a random voter" ranges over. False: the other voters (the model's
     # reading); True: every voter, the node itself included, as Kafka's bootstrap list of static
     # voters does (RequestManager.findReadyBootstrapServer), so a node may fetch from itself.
@@ -110,6 +116,12 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # pollFollowerAsObserver: hasFetchTimeoutExpired, maybeSendFetchToBestNode ->
     # maybeSendFetchToAnyBootstrap; handleFetchResponse -> resetFetchTimeout).
     stalled_fetch_any_voter: bool = False
+    # RETRY-1 at an observer whose Fetch to its leader timed out, its fetch timer not expired
+    # (with stalled_fetch_any_voter). False: the Fetch goes to a voter picked as in discovery;
+    # True: it goes there and to the leader as well, two Fetches in flight (Kafka 3.3 to 3.7:
+    # pollFollowerAsObserver sends to any voter, then resets the leader's connection, which the
+    # next poll finds ready; 3.8 waits while any request is in flight, hasAnyInflightRequest).
+    observer_refetches_leader: bool = False
     # COMMON-2 for a refused Fetch (an epoch or leadership error, COMMON-4). False: the response
     # carries the responder's high watermark (the model's reading of "every response"); True:
     # -1, as Kafka builds every refused Fetch's response without one
@@ -133,6 +145,12 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # (KafkaRaftClient.handleVoteRequest, handleBeginQuorumEpochRequest and
     # handleEndQuorumEpochRequest have no voter-set check).
     voter_set_unchecked: bool = False
+    # VOTER-ONLY-1, VOTE-REQ-4A, COMMON-4 with voter_set_unchecked: Kafka 3.3 to 3.7 check
+    # membership in one place (KafkaRaftClient.validateVoterOnlyRequest). True: a Vote,
+    # BeginQuorumEpoch or EndQuorumEpoch received by an observer, or naming a candidate or leader
+    # outside the voter set, is refused INCONSISTENT_VOTER_SET once its cluster id, its impossible
+    # values and a stale epoch (FENCED_LEADER_EPOCH) are checked, before it changes anything.
+    voter_set_checked_late: bool = False
     # END-REQ-3..6: what an EndQuorumEpoch tells a voter. False: only a follower of that leader
     # acts on it, others refuse it (UNKNOWN_LEADER_EPOCH, INCONSISTENT_VOTER_SET); True: it is news
     # of its leader, as any request naming one: a larger epoch, or an unknown leader of the
@@ -199,6 +217,23 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # (KafkaRaftClient's constructor: "When there is only a single voter, become candidate
     # immediately" (3.9) / transitionToProspective (4.x); onBecomeCandidate -> maybeTransitionToLeader).
     sole_voter_stands_at_start: bool = False
+    # FETCH-RESP-2 where the fetcher's log holds no record of DivergingEpoch.Epoch. False: it
+    # truncates to the smaller of EndOffset and the start of its first epoch above Epoch (the
+    # rule); True: to that start alone, keeping what lies below it past EndOffset for the next
+    # Fetch to settle (ReplicatedLog.truncateToEndOffset: the local endOffsetForEpoch is taken
+    # whole unless its epoch is the leader's; every Kafka release from 3.3 on).
+    truncate_by_own_epochs: bool = False
+    # END-REQ-4..6 at a voter that EndQuorumEpoch does not list among the PreferredSuccessors
+    # (Options.end_epoch_as_news). False: it waits the longest backoff, one place past the last
+    # successor (Kafka 3.9 on); True: it stands at once, as the first successor does (Kafka 3.3 to
+    # 3.8: endEpochElectionBackoff returns 0 for a position <= 0, indexOf's -1 included).
+    end_epoch_unlisted_first: bool = False
+    # BEGIN-REQ-4, END-REQ-3 for a leader outside the voter set (before KIP-853, Kafka knows an
+    # endpoint for voters only). False: it is followed (voter_set_unchecked) or refused (the KIP);
+    # True: it is taken as no leader at all: a larger epoch is adopted without one, the node's own
+    # epoch left as it is, and the request answered NONE (KafkaRaftClient 3.3 to 3.8:
+    # lastVoterSet().voterNode(leaderId) is empty, maybeTransition(Optional.empty(), epoch)).
+    leader_outside_voters_ignored: bool = False
     # Faulty variants, each breaking one rule on purpose (the checker must find them).
     hw_any_epoch: bool = False  # HW-1 ignored: commit entries of earlier epochs by counting
     vote_without_log_check: bool = False  # VOTE-REQ-4B: grant without the up-to-date check
@@ -219,6 +254,7 @@ PROFILES: dict[str, Options] = {
         check_quorum_resets_on_majority=True, voter_set_unchecked=True, end_epoch_as_news=True, conflicting_leader_fatal=True,
         cluster_id_conflict_fatal=False, describe_refusal_defaults=True, invalid_request_response_fatal=True, high_watermark_regression_fatal=True,
         leader_change_lists_voters=True, begin_epoch_heartbeat=True, unexpected_fetch_error_elsewhere=True, sole_voter_stands_at_start=True,
+        truncate_by_own_epochs=True,
     ),
 }
 # Apache Kafka 4.x: Kafka 3.9's readings, with pre-vote (KIP-996), a follower's vote kept in the
@@ -235,6 +271,23 @@ PROFILES["kafka-4.0"] = msgspec.structs.replace(
     follower_refuses_votes=True,
 )
 PROFILES["kafka-4.3"] = PROFILES["kafka-4.0"]
+# Apache Kafka 3.8, before KIP-853: a voter that knows no leader waits for its election timer
+# (pollUnattachedAsVoter) instead of fetching, the leader re-sends BeginQuorumEpoch only to the
+# voters that have not acknowledged it (pollLeader: state.nonAcknowledgingVoters()), a voter an
+# EndQuorumEpoch does not list stands at once, and a leader outside the voter set has no endpoint.
+PROFILES["kafka-3.8"] = msgspec.structs.replace(
+    PROFILES["kafka-3.9"],
+    unattached_discovery=False,
+    unattached_voter_waits=True,
+    begin_epoch_heartbeat=False,
+    end_epoch_unlisted_first=True,
+    leader_outside_voters_ignored=True,
+)
+# Apache Kafka 3.7: 3.8's readings, with the voter set checked where KIP-595 has it checked, in
+# one place after the epoch (validateVoterOnlyRequest), and an observer's timed-out Fetch sent
+# to its leader again beside the voter it picks. Kafka 3.3 to 3.6 are 3.7 without the
+# leader's check-quorum (KAFKA-15489, fixed in 3.7.0): a defect, so they are judged under this profile.
+PROFILES["kafka-3.7"] = msgspec.structs.replace(PROFILES["kafka-3.8"], voter_set_checked_late=True, observer_refetches_leader=True)
 
 class Pin(NamedTuple):
     """A choice point a release resolves one way, always: the alternative, and the code that makes it so."""
@@ -244,7 +297,7 @@ class Pin(NamedTuple):
 
 
 # What Kafka's raft client does at the choice points where it has one behaviour
-# (KafkaRaftClient in kafka-raft 3.9.1 and 4.3.1). Left open: OBS-2 (RequestManager.
+# (KafkaRaftClient in kafka-raft 3.9.1 and 4.3.1; 3.7.2 and 3.8.1 have the same code at each). Left open: OBS-2 (RequestManager.
 # findReadyBootstrapServer starts at a random bootstrap voter), BEGIN-RESP-1 (LeaderState's
 # beginQuorumEpochTimer, half the fetch timeout, may or may not have fired when a request times
 # out), ELECT-6 in 3.9 (binaryExponentialElectionBackoffMs: a random backoff, 0 included);
@@ -272,6 +325,8 @@ _KAFKA_PINS = {
     "RETRY-1": Pin("votes", "KafkaRaftClient.maybeSendVoteRequests re-sends to every voter that has not answered once its request times out (RequestManager.isReady)"),
 }
 PINS: dict[str, dict[str, Pin]] = {
+    "kafka-3.7": _KAFKA_PINS,
+    "kafka-3.8": _KAFKA_PINS,
     "kafka-3.9": _KAFKA_PINS,
     "kafka-4.0": _KAFKA_PINS,  # ELECT-6 open: pollCandidate backs off a random time (isBackingOff) before transitionToProspective
     "kafka-4.3": _KAFKA_PINS

@@ -12,6 +12,7 @@ from model.transitions import (
     become_follower,
     dropped,
     enter_role,
+    leader_membership,
     names_self_wrongly,
     observe_leader,
     refused_as_invalid,
@@ -72,6 +73,10 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
         return answer(state, ("COMMON-4",), refusal)
     if request.LeaderEpoch < state.epoch:
         return answer(state, ("END-REQ-2", "COMMON-1"), errors.FENCED_LEADER_EPOCH)
+    membership = leader_membership(config, state, request.LeaderId, request.LeaderEpoch, "END-REQ-3")
+    if membership is not None:
+        taken, rules, error, outputs = membership
+        return answer(taken, rules, error, extra=outputs)
     if names_self_wrongly(config, state, request.LeaderId, request.LeaderEpoch):  # refused before, unless conflicting_leader_fatal
         return shut_down(state, f"EndQuorumEpoch from {source} names this node leader of epoch {request.LeaderEpoch}, which it does not lead", ("END-REQ-3",))
     news = config.options.end_epoch_as_news and request.LeaderId != -1  # a candidate's resignation (END-REQ-3B) names no leader to follow
@@ -97,7 +102,8 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
     if config.node_id not in request.PreferredSuccessors and not news:
         return answer(state, ("END-REQ-4",), errors.INCONSISTENT_VOTER_SET)
     successors = request.PreferredSuccessors
-    position = successors.index(config.node_id) if config.node_id in successors else len(successors)
+    unlisted = 0 if config.options.end_epoch_unlisted_first else len(successors)
+    position = successors.index(config.node_id) if config.node_id in successors else unlisted
     if position == 0:  # stands at once, before the follower it just became fetches
         candidate, outputs = stand(config, state)
         answered = answer(candidate if config.choices.pick("END-REQ-5") == "after-standing" else state, rules, extra=outputs)

@@ -93,6 +93,8 @@ def epoch_check(config: NodeConfig, state: NodeState, current_leader_epoch: int)
 
 
 def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response) -> Transition:
+    if state.aside == (event.source, event.request):
+        return answer_aside(config, state, event)
     response: FetchResponse = event.message
     if config.options.stale_responses_ignored and dropped(config, state, event.request == state.fetching):
         return Transition(state, NO_OUTPUTS, ("COMMON-3",))
@@ -134,6 +136,18 @@ def handle_fetch_response(config: NodeConfig, state: NodeState, event: Response)
     return take_answer(config, state, event)
 
 
+def answer_aside(config: NodeConfig, state: NodeState, event: Response) -> Transition:
+    """Options.observer_refetches_leader: the other voter's answer to a Fetch also sent to the
+    leader is handled as the one awaited; while the node follows that leader still, its Fetch
+    there is in flight, so nothing is sent again (Kafka 3.7: the leader's connection is busy)."""
+    taken = handle_fetch_response(config, replace(state, aside=None, fetching=event.request), event)
+    after = taken.state
+    if (after.role, after.epoch, after.leader_id) != (state.role, state.epoch, state.leader_id):
+        return taken
+    kept = tuple(output for output in taken.outputs if not (type(output) is Send and type(output.message) is FetchRequest))
+    return Transition(replace(after, fetching=state.fetching), kept, taken.rules)
+
+
 def looks_for_leader(config: NodeConfig, state: NodeState) -> bool:
     """A voter that started without a known leader (BOOT-1) and has not found it: its Fetch went to
     the voters, and it stands when its election timer expires (Options.unattached_discovery, where
@@ -170,7 +184,7 @@ def take_answer(config: NodeConfig, state: NodeState, event: Response) -> Transi
         fenced = response.PartitionErrorCode == errors.FENCED_LEADER_EPOCH
         return Transition(retrying, outputs, ("FETCH-RESP-1",) if fenced else ("FETCH-SEND-2", "FETCH-SEND-1"))
     if diverging:
-        log = logs.truncate_diverging(state.log, response.DivergingEpoch)
+        log = logs.truncate_diverging(state.log, response.DivergingEpoch, own_epochs=config.options.truncate_by_own_epochs)
         if len(log) < state.high_watermark:
             reason = (
                 f"Fetch response from {event.source}: DivergingEpoch (epoch {response.DivergingEpoch.Epoch}, end offset "

@@ -56,9 +56,12 @@ def is_consistent(log: Log, fetch_offset: int, last_fetched_epoch: int) -> bool:
     return 0 < fetch_offset <= len(log) and log[fetch_offset - 1].Epoch == last_fetched_epoch
 
 
-def truncate_diverging(log: Log, diverging: EpochEndOffset) -> Log:
-    """FETCH-RESP-2: drop offsets >= EndOffset and every record of an epoch larger than Epoch."""
-    cut = min(diverging.EndOffset, len(log))
+def truncate_diverging(log: Log, diverging: EpochEndOffset, *, own_epochs: bool = False) -> Log:
+    """FETCH-RESP-2: drop offsets >= EndOffset and every record of an epoch larger than Epoch;
+    with own_epochs (Options.truncate_by_own_epochs), EndOffset counts only where the log holds
+    a record of Epoch."""
+    bounded = not own_epochs or any(record.Epoch == diverging.Epoch for record in log)
+    cut = min(diverging.EndOffset, len(log)) if bounded else len(log)
     for record in log[:cut]:
         if record.Epoch > diverging.Epoch:
             cut = record.Offset

@@ -67,9 +67,9 @@ UNCHANGED: tuple[str, ...] = ()
 
 def initial_state(config: NodeConfig) -> NodeState:
     """A node on a freshly bootstrapped cluster: epoch 0, no leader, no vote, empty log. With
-    Options.unattached_discovery it is down until it starts, as from an empty persisted state,
-    so that what it sends on starting is an output like any other."""
-    if config.options.unattached_discovery:
+    Options.unattached_discovery or unattached_voter_waits it is down until it starts, as from an
+    empty persisted state, so that what it sends on starting is an output like any other."""
+    if config.options.unattached_discovery or config.options.unattached_voter_waits:
         return NodeState(role=Role.DOWN)
     return NodeState(role=Role.UNATTACHED if config.is_voter else Role.OBSERVER, high_watermark=unknown_or_zero(config))
 
@@ -138,7 +138,8 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
         if role == Role.OBSERVER and (not config.options.observer_fetch_timeout or state.fetch_stalled):
             return Transition(state, NO_OUTPUTS, UNCHANGED)  # no fetch timer armed
         if role == Role.OBSERVER and config.options.stalled_fetch_any_voter:
-            fetching, outputs = send_fetch(config, replace(state, fetch_stalled=True), any_voter=True)
+            # Every request it had out has timed out by now: it awaits any voter's answer (aside none).
+            fetching, outputs = send_fetch(config, replace(state, fetch_stalled=True, aside=None), any_voter=True)
             return Transition(fetching, outputs, ("OBS-1", "OBS-2"))
         if role == Role.OBSERVER:
             unattached, outputs = become_unattached(config, state, state.epoch, discover=True)
@@ -178,6 +179,10 @@ def retry_requests(config: NodeConfig, state: NodeState) -> Transition:
     role = state.role
     if role in (Role.FOLLOWER, Role.OBSERVER) or (role == Role.UNATTACHED and config.options.unattached_discovery):
         fetching, outputs = send_fetch(config, state, any_voter=config.options.stalled_fetch_any_voter)
+        if config.options.observer_refetches_leader and role == Role.OBSERVER and state.leader_id != -1 and not state.fetch_stalled:
+            picked = {output.destination for output in outputs}
+            aside = (picked.pop(), fetching.fetching) if len(picked) == 1 and state.leader_id not in picked else None
+            fetching, outputs = replace(fetching, aside=aside), outputs + (Send(destination=state.leader_id, message=fetching.fetching),)
         return Transition(fetching, outputs, ("RETRY-1", "FETCH-SEND-1"))
     if looks_for_leader(config, state):
         return look_again(config, state, ("RETRY-1",))

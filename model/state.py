@@ -45,6 +45,9 @@ class NodeState(msgspec.Struct, frozen=True, kw_only=True):
     # Observer: its fetch timer expired and no Fetch has succeeded since, so it fetches from any
     # voter and its fetch timer is not armed (Options.stalled_fetch_any_voter).
     fetch_stalled: bool = False
+    # Observer (Options.observer_refetches_leader): a voter other than the leader whose answer to
+    # an earlier Fetch, sent to both, is awaited beside the leader's, and that Fetch.
+    aside: tuple[int, FetchRequest] | None = None
     # Options.stale_responses_ignored: the node restarted or changed role since its epoch began, so
     # a request it sends may repeat one sent before, whose answer it drops (COMMON-3B).
     returned: bool = False

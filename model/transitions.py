@@ -53,6 +53,7 @@ def enter_role(state: NodeState, role: Role, **changes: object) -> NodeState:
         "fetching": None,
         "fetched_from_leader": False,
         "fetch_stalled": False,
+        "aside": None,
     }
     return replace(state, role=role, **(cleared | changes))
 
@@ -127,12 +128,39 @@ def become_follower(config: NodeConfig, state: NodeState, leader_id: int, epoch:
     return send_fetch(config, following)
 
 
+def late_voter_set_refusal(config: NodeConfig, named_id: int, rule: str) -> tuple[str, ...]:
+    """Options.voter_set_checked_late: the rules an INCONSISTENT_VOTER_SET refusal cites (the
+    receiver an observer, or the candidate or leader it names, `rule`, outside the voter set),
+    or () where the request passes."""
+    if not config.options.voter_set_checked_late:
+        return ()
+    if not config.is_voter:
+        return ("VOTER-ONLY-1",)
+    return () if named_id in config.voters else (rule,)
+
+
+def leader_membership(config: NodeConfig, state: NodeState, leader_id: int, epoch: int, rule: str) -> tuple[NodeState, tuple[str, ...], int, tuple[Output, ...]] | None:
+    """A BeginQuorumEpoch or EndQuorumEpoch naming `leader_id`, as Kafka before KIP-853 takes it
+    once its epoch is not stale: refused INCONSISTENT_VOTER_SET (Options.voter_set_checked_late),
+    or a leader outside the voter set, for which it has no endpoint, taken as none, a larger epoch
+    adopted without a leader (Options.leader_outside_voters_ignored; maybeTransition(Optional.empty())).
+    The state, rules, error and outputs to answer with; None where neither applies."""
+    outside = late_voter_set_refusal(config, leader_id, "COMMON-4")
+    if outside:
+        return state, outside, errors.INCONSISTENT_VOTER_SET, NO_OUTPUTS
+    if not config.options.leader_outside_voters_ignored or leader_id in config.voters:
+        return None
+    taken, outputs = become_unattached(config, state, epoch) if epoch > state.epoch else (state, NO_OUTPUTS)
+    return taken, (rule,), errors.NONE, outputs
+
+
 def become_unattached(config: NodeConfig, state: NodeState, epoch: int, *, discover: bool = False) -> tuple[NodeState, tuple[Output, ...]]:
-    """Adopt an epoch whose leader is unknown. Observers (and nodes told to) look for the leader."""
+    """Adopt an epoch whose leader is unknown. Observers (and voters told to, unless
+    Options.unattached_voter_waits) look for the leader."""
     voted_id = state.voted_id if epoch == state.epoch else -1
     role = Role.UNATTACHED if config.is_voter else Role.OBSERVER
     unattached = enter_role(state, role, epoch=epoch, leader_id=-1, voted_id=voted_id)
-    if discover or not config.is_voter:
+    if not config.is_voter or (discover and not config.options.unattached_voter_waits):
         return send_fetch(config, unattached)
     if config.options.unattached_discovery and config.choices.pick("FETCH-SEND-1") == "at-once":
         return send_fetch(config, unattached)

@@ -14,6 +14,7 @@ from model.transitions import (
     become_unattached,
     dropped,
     election_timer,
+    late_voter_set_refusal,
     last_record_offset,
     lose_pre_vote,
     observe_leader,
@@ -54,6 +55,9 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
         return answer(state, False, ("COMMON-4",), error=refusal)
     if request.CandidateEpoch < state.epoch:
         return answer(state, False, ("VOTE-REQ-2", "COMMON-1"), error=errors.FENCED_LEADER_EPOCH)
+    outside = late_voter_set_refusal(config, request.CandidateId, "VOTE-REQ-4A")
+    if outside:
+        return answer(state, False, outside, error=errors.INCONSISTENT_VOTER_SET)
 
     rules: tuple[str, ...] = ()
     outputs: tuple = ()

@@ -16,7 +16,10 @@ from spec import trace as traces
 ROOT = DEFAULT_CORPUS.parent
 KAFKA_39 = DEFAULT_CORPUS / "kafka-3.9"
 KAFKA_43 = DEFAULT_CORPUS / "kafka-4.3"
-SHIPPED_LIST = "the profiles with a shipped corpus are: kip595 (traces); kafka-3.9 (traces/kafka-3.9); kafka-4.0 (traces/kafka-4.0); kafka-4.3 (traces/kafka-4.3)"
+SHIPPED_LIST = (
+    "the profiles with a shipped corpus are: kip595 (traces); kafka-3.7 (traces/kafka-3.7); kafka-3.8 (traces/kafka-3.8); "
+    "kafka-3.9 (traces/kafka-3.9); kafka-4.0 (traces/kafka-4.0); kafka-4.3 (traces/kafka-4.3)"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -32,9 +35,11 @@ def certify(capsys, *args: str) -> tuple[int, dict | None, str]:
 
 
 def test_the_shipped_corpora_are_kip595s_and_kafkas():
-    assert shipped_corpora() == {"kip595": DEFAULT_CORPUS, "kafka-3.9": KAFKA_39, "kafka-4.0": DEFAULT_CORPUS / "kafka-4.0", "kafka-4.3": KAFKA_43}
+    kafka = ("kafka-3.7", "kafka-3.8", "kafka-3.9", "kafka-4.0", "kafka-4.3")
+    assert shipped_corpora() == {"kip595": DEFAULT_CORPUS} | {profile: DEFAULT_CORPUS / profile for profile in kafka}
+    assert (KAFKA_39, KAFKA_43) == (DEFAULT_CORPUS / "kafka-3.9", DEFAULT_CORPUS / "kafka-4.3")
     assert generated_profiles(DEFAULT_CORPUS) == ("kip595",)
-    for profile in ("kafka-3.9", "kafka-4.0", "kafka-4.3"):
+    for profile in kafka:
         assert generated_profiles(DEFAULT_CORPUS / profile) == (profile,)
 
 

@@ -130,6 +130,14 @@ KAFKA_3_9 = {
     "begin_epoch_heartbeat": True,
     "unexpected_fetch_error_elsewhere": True,
     "sole_voter_stands_at_start": True,
+    "truncate_by_own_epochs": True,
+}
+
+# Kafka 3.8, before KIP-853.
+KAFKA_3_8 = {name: value for name, value in KAFKA_3_9.items() if name not in ("unattached_discovery", "begin_epoch_heartbeat")} | {
+    "unattached_voter_waits": True,
+    "end_epoch_unlisted_first": True,
+    "leader_outside_voters_ignored": True,
 }
 
 # Kafka 4.0 and 4.3 read the KIP alike (they differ at a choice point, model.config.PINS).
@@ -141,9 +149,13 @@ KAFKA_4 = {name: value for name, value in KAFKA_3_9.items() if name != "vote_kep
     "follower_refuses_votes": True,
 }
 
+KAFKA_3_7 = KAFKA_3_8 | {"voter_set_checked_late": True, "observer_refetches_leader": True}
+
 EXPECTED_PROFILES = {
     "kip595": {},
     "kip595-literal-diverging": {"diverging_epoch": "below"},
+    "kafka-3.7": KAFKA_3_7,
+    "kafka-3.8": KAFKA_3_8,
     "kafka-3.9": KAFKA_3_9,
     "kafka-4.0": KAFKA_4,
     "kafka-4.3": KAFKA_4,
@@ -157,7 +169,7 @@ EXPECTED_PROFILES = {
 
 
 def test_profile_names():
-    assert set(PROFILES) == {"kip595", "kip595-literal-diverging", "kafka-3.9", "kafka-4.0", "kafka-4.3"}
+    assert set(PROFILES) == {"kip595", "kip595-literal-diverging", "kafka-3.7", "kafka-3.8", "kafka-3.9", "kafka-4.0", "kafka-4.3"}
     assert set(FAULTY_PROFILES) == set(EXPECTED_PROFILES) - set(PROFILES)
     assert all(name.startswith("faulty-") for name in FAULTY_PROFILES)
 

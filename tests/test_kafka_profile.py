@@ -147,7 +147,7 @@ def test_kafka_restarts_its_check_quorum_count_as_soon_as_a_majority_fetched():
         assert nodes.on_timer(chosen, fetched, nodes.TimerKind.PROGRESS_TIMEOUT).state.role == role, profile
 
 
-@pytest.mark.parametrize("profile, workers", [("kafka-3.9", 1), ("kafka-4.0", 2), ("kafka-4.3", 3)])
+@pytest.mark.parametrize("profile, workers", [("kafka-3.7", 2), ("kafka-3.8", 1), ("kafka-3.9", 1), ("kafka-4.0", 2), ("kafka-4.3", 3)])
 def test_the_shipped_kafka_corpus_is_what_the_generator_writes(profile, workers, tmp_path):
     """`kraftcheck traces generate --profile P`: the KRaft searches under the profile, same bytes,
     whether the searches run one after another or in 2 or 3 processes at once (more than the
@@ -161,7 +161,7 @@ def test_the_shipped_kafka_corpus_is_what_the_generator_writes(profile, workers,
         assert (tmp_path / "kafka" / name).read_bytes() == (DEFAULT_CORPUS / profile / name).read_bytes(), name
 
 
-@pytest.mark.parametrize("profile", ["kafka-3.9", "kafka-4.0", "kafka-4.3"])
+@pytest.mark.parametrize("profile", ["kafka-3.7", "kafka-3.8", "kafka-3.9", "kafka-4.0", "kafka-4.3"])
 def test_the_reference_passes_every_trace_of_the_kafka_corpus(profile):
     files = trace_files(DEFAULT_CORPUS / profile)
     assert len(files) > 500
@@ -450,3 +450,104 @@ def test_a_kafka_follower_answered_an_unexpected_error_fetches_from_a_bootstrap_
         answer = FetchResponse(PartitionErrorCode=error, HighWatermark=-1, CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=1))
         outcomes = allowed_transitions(nodes.step, config(profile, 2), follower, Response(source=1, message=answer, request=request))
         assert {tuple(d for d, _ in sends(o.transition)) for o in outcomes} == destinations, (error, profile)
+
+
+# Kafka 3.8, before KIP-853 (profile kafka-3.8), and what every Kafka release truncates.
+
+
+def observer_config(profile: str):
+    return ClusterConfig(voters=(1, 2, 3), observers=(4,), profile=profile).node(4)
+
+
+def test_a_kafka_3_8_voter_waits_for_its_election_timer_where_kafka_3_9_fetches():
+    """unattached_voter_waits: started with nothing persisted, or told of a newer epoch without a
+    leader, a 3.8 voter sends nothing and waits for its election timer; an observer still fetches."""
+    kafka38 = config("kafka-3.8")
+    assert nodes.initial_state(kafka38) == NodeState(role=Role.DOWN)
+    started = nodes.step(kafka38, NodeState(role=Role.DOWN), Restart())
+    assert (sends(started), started.state.role) == ([], Role.UNATTACHED)
+    assert nodes.armed_timers(kafka38, started.state) == (TimerKind.ELECTION_TIMEOUT,)
+    assert len(sends(nodes.step(config("kafka-3.9"), NodeState(role=Role.DOWN), Restart()))) == 2
+    observer = nodes.step(observer_config("kafka-3.8"), NodeState(role=Role.DOWN), Restart())
+    assert {destination for destination, _ in sends(observer)} == {1, 2, 3}
+    fenced = FetchResponse(PartitionErrorCode=errors.FENCED_LEADER_EPOCH, CurrentLeader=LeaderIdAndEpoch(LeaderId=-1, LeaderEpoch=2))
+    follower = NodeState(role=Role.FOLLOWER, epoch=1, leader_id=2, fetching=fetch(1, epoch=1))
+    told = nodes.step(kafka38, follower, Response(source=2, message=fenced, request=fetch(1, epoch=1)))
+    assert (told.state.role, told.state.epoch, sends(told)) == (Role.UNATTACHED, 2, [])
+
+
+def test_kafka_truncates_by_its_own_epochs_where_it_lacks_the_leaders():
+    """truncate_by_own_epochs: a follower whose log has no record of DivergingEpoch.Epoch
+    truncates to the start of its first epoch above it, not further down to EndOffset
+    (ReplicatedLog.truncateToEndOffset); with that epoch in its log, both read the same."""
+    log = (Record(Offset=0, Epoch=1, Value=1), Record(Offset=1, Epoch=3, Value=2), Record(Offset=2, Epoch=6, Value=3))
+    follower = NodeState(role=Role.FOLLOWER, epoch=7, leader_id=2, log=log, high_watermark=-1, fetching=fetch(1, epoch=7, offset=3, last_epoch=6))
+    answer = FetchResponse(DivergingEpoch=EpochEndOffset(Epoch=4, EndOffset=1), CurrentLeader=LeaderIdAndEpoch(LeaderId=2, LeaderEpoch=7), HighWatermark=-1)
+    kept = {}
+    for profile in ("kip595", "kafka-3.8", "kafka-3.9", "kafka-4.3"):
+        chosen = config(profile)
+        start = follower if profile != "kip595" else msgspec.structs.replace(follower, high_watermark=0)
+        truncated = nodes.step(chosen, start, Response(source=2, message=answer, request=start.fetching)).state
+        kept[profile] = len(truncated.log)
+    assert kept == {"kip595": 1, "kafka-3.8": 2, "kafka-3.9": 2, "kafka-4.3": 2}
+    present = msgspec.structs.replace(answer, DivergingEpoch=EpochEndOffset(Epoch=3, EndOffset=1))
+    truncated = nodes.step(config("kafka-3.9"), follower, Response(source=2, message=present, request=follower.fetching)).state
+    assert len(truncated.log) == 1
+
+
+def test_a_kafka_3_8_voter_an_end_quorum_epoch_does_not_list_stands_at_once():
+    """end_epoch_unlisted_first: 3.8's endEpochElectionBackoff gives indexOf's -1 no backoff, so
+    a voter missing from PreferredSuccessors stands as the first successor does; 3.9 waits the
+    longest backoff (a fetch timer one place past the last successor)."""
+    follower = NodeState(role=Role.FOLLOWER, epoch=1, leader_id=2, high_watermark=-1, fetching=fetch(1, epoch=1))
+    end = EndQuorumEpochRequest(ClusterId="kraft-cluster", ReplicaId=2, LeaderId=2, LeaderEpoch=1, PreferredSuccessors=(3,))
+    stood = nodes.step(config("kafka-3.8"), follower, Request(source=2, message=end))
+    assert (stood.state.role, stood.state.epoch) == (Role.CANDIDATE, 2)
+    waits = nodes.step(config("kafka-3.9"), follower, Request(source=2, message=end))
+    assert waits.state.role == Role.FOLLOWER
+    assert [o.kind for o in waits.outputs if type(o) is SetTimer] == [TimerKind.FETCH_TIMEOUT]
+
+
+@pytest.mark.parametrize("message", ["begin", "end"])
+def test_a_kafka_3_8_node_takes_a_leader_outside_the_voters_as_no_leader(message):
+    """leader_outside_voters_ignored: 3.8 knows endpoints for voters only, so a BeginQuorumEpoch
+    or EndQuorumEpoch naming observer 4 as leader gives a newer epoch without a leader, answered
+    NONE; in the node's own epoch nothing changes. Kafka 3.9 stops (conflicting_leader_fatal)."""
+    def request(epoch: int):
+        if message == "begin":
+            return BeginQuorumEpochRequest(ClusterId="kraft-cluster", LeaderId=4, LeaderEpoch=epoch)
+        return EndQuorumEpochRequest(ClusterId="kraft-cluster", ReplicaId=4, LeaderId=4, LeaderEpoch=epoch, PreferredSuccessors=(1,))
+
+    follower = NodeState(role=Role.FOLLOWER, epoch=1, leader_id=2, high_watermark=-1, fetching=fetch(1, epoch=1))
+    kafka38 = config("kafka-3.8")
+    newer = nodes.step(kafka38, follower, Request(source=4, message=request(2)))
+    answer = sends(newer)[0][1]
+    assert (newer.state.role, newer.state.epoch, newer.state.leader_id) == (Role.UNATTACHED, 2, -1)
+    assert (answer.PartitionErrorCode, answer.LeaderId, answer.LeaderEpoch) == (errors.NONE, -1, 2)
+    same = nodes.step(kafka38, follower, Request(source=4, message=request(1)))
+    assert same.state == follower and sends(same)[0][1].LeaderId == 2
+    assert nodes.step(config("kafka-3.9"), follower, Request(source=4, message=request(1))).state.role == Role.DOWN
+
+
+@pytest.mark.parametrize("profile, code", [("kafka-3.7", errors.INCONSISTENT_VOTER_SET), ("kafka-3.8", errors.NONE)])
+def test_kafka_3_7_refuses_an_observer_a_vote_after_the_epoch_checks(profile, code):
+    """voter_set_checked_late: 3.7's observer refuses a Vote INCONSISTENT_VOTER_SET, keeping its
+    epoch, but a stale one FENCED_LEADER_EPOCH first; 3.8's answers it as a voter would."""
+    observer = observer_config(profile)
+    following = NodeState(role=Role.OBSERVER, epoch=1, leader_id=1, high_watermark=-1, fetching=fetch(4, epoch=1))
+    vote = VoteRequest(ClusterId="kraft-cluster", CandidateEpoch=2, CandidateId=2, LastOffsetEpoch=0, LastOffset=0)
+    answered = nodes.step(observer, following, Request(source=2, message=vote))
+    assert vote_answer(answered).PartitionErrorCode == code
+    assert answered.state.epoch == (1 if code else 2)
+    later = msgspec.structs.replace(following, epoch=3)
+    assert vote_answer(nodes.step(observer, later, Request(source=2, message=vote))).PartitionErrorCode == errors.FENCED_LEADER_EPOCH
+
+
+def test_kafka_3_7_refuses_a_leader_outside_the_voters():
+    """voter_set_checked_late: a BeginQuorumEpoch naming observer 4 as leader is refused
+    INCONSISTENT_VOTER_SET by 3.7; 3.8 takes its epoch without a leader."""
+    begin = BeginQuorumEpochRequest(ClusterId="kraft-cluster", LeaderId=4, LeaderEpoch=2)
+    follower = NodeState(role=Role.FOLLOWER, epoch=1, leader_id=2, high_watermark=-1, fetching=fetch(1, epoch=1))
+    refused = nodes.step(config("kafka-3.7"), follower, Request(source=4, message=begin))
+    assert (refused.state, sends(refused)[0][1].PartitionErrorCode) == (follower, errors.INCONSISTENT_VOTER_SET)
+    assert nodes.step(config("kafka-3.8"), follower, Request(source=4, message=begin)).state.epoch == 2

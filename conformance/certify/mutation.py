@@ -42,6 +42,16 @@ _SHADOWED = {
     "by-field is INVALID_REQUEST already: the two readings answer alike",
     "VOTER-ONLY-1=reject": "with voter_set_unchecked an observer's BeginQuorumEpoch is never checked against VOTER-ONLY-1 (begin_epoch), so the pick is never read",
 }
+# Before KIP-853 (Kafka 3.7 and 3.8), where a voter never looks for the leader:
+_BEFORE_KIP_853 = _SHADOWED | {
+    "option discovery_includes_self flipped": "only an observer looks for the leader (unattached_voter_waits), and an observer is not one of "
+    "the voters, so it picks from the same voters either way",
+}
+# Kafka 3.7 checks the voter set before anything else reads the leader a request names:
+_KAFKA_3_7 = _BEFORE_KIP_853 | {
+    "option leader_outside_voters_ignored flipped": "with voter_set_checked_late a BeginQuorumEpoch or EndQuorumEpoch naming a leader outside "
+    "the voter set is refused INCONSISTENT_VOTER_SET before the option is read (begin_epoch, end_epoch)",
+}
 # Besides, under a 4.x profile (pre-votes, no observer fetch timer):
 _KAFKA_4 = (
     _SHADOWED
@@ -57,7 +67,7 @@ _KAFKA_4 = (
 # The readings of a profile no node-level trace can fail, and why: on every input, the reading's
 # outputs are among those the profile allows (tests/test_corpus_power.py replays each through the
 # profile's corpus and walks, and checks the reason holds).
-UNOBSERVABLE: dict[str, dict[str, str]] = {"kafka-3.9": _SHADOWED, "kafka-4.0": _KAFKA_4, "kafka-4.3": _KAFKA_4}
+UNOBSERVABLE: dict[str, dict[str, str]] = {"kafka-3.7": _KAFKA_3_7, "kafka-3.8": _BEFORE_KIP_853, "kafka-3.9": _SHADOWED, "kafka-4.0": _KAFKA_4, "kafka-4.3": _KAFKA_4}
 
 
 class MutantScore(msgspec.Struct, frozen=True, kw_only=True):
