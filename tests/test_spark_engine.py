@@ -21,7 +21,7 @@ import pytest
 from conformance import cli
 from conformance.explore.check import system_for
 from conformance.explore.configs import resolve
-from conformance.explore.engine import explore
+from conformance.explore.engine import SearchInterrupted, explore
 from conformance.explore.spark_engine import explore_spark
 from conformance.spark.session import SparkOptions, SparkUnavailable, _check_executors, _failures_explained, spark_session
 from conformance.spark.standalone import StandaloneCluster
@@ -60,6 +60,40 @@ def test_a_time_budget_on_spark_ends_at_a_level_boundary(spark):
     assert timed.stopped == "max-seconds" and not timed.complete and timed.depth >= 2
     expected = explore(system_for(config), max_states=timed.distinct)
     assert (timed.distinct, timed.generated, timed.depth) == (expected.distinct, expected.generated, expected.depth)
+
+
+def within_two_steps(system) -> int:
+    """The distinct states at most two steps from an initial one, by fingerprint."""
+    level = {system.fingerprint(state): state for state in system.initial_states()}
+    seen = set(level)
+    for _ in range(2):
+        level = {system.fingerprint(after): after for state in level.values() for _event, after in system.successors(state)}
+        level = {fp: state for fp, state in level.items() if fp not in seen}
+        seen |= set(level)
+    return len(seen)
+
+
+def test_an_interrupt_the_gateway_fails_around_still_ends_with_what_was_explored(spark, monkeypatch):
+    """PySpark's SIGINT handler cancels the jobs itself; the gateway, cut short, may then fail the
+    engine's own cancel, or the call the interrupt cut ("Gateway must be connected to send cancel
+    cmd."): the search still ends interrupted, with its counts, for the summary."""
+    from py4j.protocol import Py4JError
+
+    def gateway_gone():
+        raise Py4JError("Gateway must be connected to send cancel cmd.")
+
+    def interrupted_at_level_2(progress):
+        if progress.depth == 2:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                gateway_gone()
+
+    monkeypatch.setattr(spark.session.sparkContext, "cancelAllJobs", gateway_gone)
+    config = resolve("faults", {})
+    with pytest.raises(SearchInterrupted) as interrupted:
+        explore_spark(spark.session, functools.partial(system_for, config), spark.work, partitions=2, progress=interrupted_at_level_2)
+    assert (interrupted.value.result.distinct, interrupted.value.result.depth, interrupted.value.result.interrupted) == (within_two_steps(system_for(config)), 2, True)
 
 
 def run_check(tmp_path, name, *options):

@@ -21,6 +21,7 @@ verdicts and counterexamples equal conformance.explore.engine's, for any number 
 and executors.
 """
 
+import contextlib
 import hashlib
 import pickle
 import time
@@ -28,6 +29,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 
 from conformance.explore.engine import Counterexample, Findings, Progress, Result, SearchInterrupted, System, Violation, limit_reached, shortest_path
+from conformance.spark.session import raised_while_interrupted
 
 PARTS = "parts"  # a record of shared parts: (PARTS, [(fp, kind, encoding), ...])
 SUMMARY = "summary"  # a partition's summary of a level: (SUMMARY, generated, new states, findings)
@@ -246,8 +248,13 @@ def explore_spark(
                 progress(Progress(distinct, generated, depth, found_new, time.perf_counter() - start))
         seconds = time.perf_counter() - start
         complete = not (findings and not keep_going) and not stopped
-    except KeyboardInterrupt:
-        context.cancelAllJobs()
+    except BaseException as error:
+        if not isinstance(error, KeyboardInterrupt) and not raised_while_interrupted(error):
+            raise
+        # PySpark's own SIGINT handler has cancelled the jobs already; a gateway the interrupt cut
+        # short may refuse to again, and that must not cost the user the summary.
+        with contextlib.suppress(Exception):
+            context.cancelAllJobs()
         raise SearchInterrupted(distinct, generated, depth, time.perf_counter() - start) from None
     rank = {rule: i for i, rule in enumerate(local.property_ids())}
     counterexamples = []

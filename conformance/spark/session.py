@@ -209,7 +209,7 @@ class _QuietPy4J(logging.Filter):
         return f"{os.sep}py4j{os.sep}" not in record.pathname
 
 
-def _raised_while_interrupted(error: BaseException) -> bool:
+def raised_while_interrupted(error: BaseException) -> bool:
     """Py4J, closing its sockets after an interrupt cut a call short, can fail itself ("Gateway must
     be connected to send cancel cmd."): that error is the interrupt's, which it carries as context."""
     context = error.__context__
@@ -232,7 +232,7 @@ def _failures_explained(log: Path | None) -> Iterator[None]:
     try:
         yield
     except (Py4JError, PySparkException) as error:
-        if _raised_while_interrupted(error):
+        if raised_while_interrupted(error):
             raise KeyboardInterrupt from None
         raise SparkUnavailable(f"a Spark job failed: {_message(error)}" + (_log_tail(log) if log else "")) from None
     finally:
