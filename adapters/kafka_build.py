@@ -42,6 +42,12 @@ VERSION_PROFILES = {
 # "Historical bugs"): each is fixed in the next release line.
 _NO_CHECK_QUORUM = ("KAFKA-15489",)  # fixed in 3.7.0: a leader no majority fetches from resigns (PROGRESS-1)
 KNOWN_DEFECTS = {"3.3.2": _NO_CHECK_QUORUM, "3.4.1": _NO_CHECK_QUORUM, "3.5.2": _NO_CHECK_QUORUM, "3.6.2": _NO_CHECK_QUORUM, "3.8.1": ("KAFKA-17067",)}
+# The node's timeouts (adapters/kafka/src/main/java/org/apache/kafka/raft/Timeouts.java): a
+# `timer` command jumps mock time to that timer's expiry, and these decide what expires with it.
+TIMEOUTS = {
+    "short": "the adapter's: request 100 ms, retry backoff 10 ms, election 1,000 ms, fetch 2,000 ms",
+    "kafka": "Kafka's defaults: request 2,000 ms, retry backoff 20 ms, election 1,000 ms, fetch 2,000 ms",
+}
 OLDEST = (3, 3)  # the oldest release line built and certified (KRaft production-ready from 3.3, KIP-833); see _release, _client, _api
 
 SOURCES = Path(adapters.__file__).parent / "kafka"
@@ -149,11 +155,27 @@ def build(version: str, force: bool = False) -> bool:
     return True
 
 
-def adapter_command(version: str = DEFAULT_VERSION) -> list[str]:
-    """The command that runs the adapter for Kafka `version`, building it first if need be."""
+def kafka_argument(argument: str) -> tuple[str, str]:
+    """What `kafka:` takes, VERSION[,timeouts=short|kafka]: (version, timeouts). The timeouts are
+    the adapter's short ones by default, or Kafka's own defaults (TIMEOUTS)."""
+    version, *options = [part.strip() for part in argument.split(",")]
+    timeouts = "short"
+    for option in options:
+        key, equals, value = option.partition("=")
+        if key != "timeouts" or not equals:
+            raise AdapterOptionError(f"kafka option {option!r} is not timeouts=NAME: kafka:VERSION[,timeouts={'|'.join(TIMEOUTS)}]")
+        if value not in TIMEOUTS:
+            raise AdapterOptionError(f"timeouts={value!r}: {', '.join(f'{name} ({what})' for name, what in TIMEOUTS.items())}")
+        timeouts = value
+    check_version(version)
+    return version, timeouts
+
+
+def adapter_command(version: str = DEFAULT_VERSION, timeouts: str = "short") -> list[str]:
+    """The command that runs the adapter for Kafka `version` with those timeouts, building it first if need be."""
     build(version)
     _require({"java": BUILD_TOOLS["java"]})
-    return _java_command(build_dir(version))
+    return _java_command(build_dir(version)) + ([] if timeouts == "short" else [f"--timeouts={timeouts}"])
 
 
 def _java_command(directory: Path, *options: str) -> list[str]:

@@ -85,12 +85,12 @@ def _named_factory(spec: str, step_timeout: float) -> AdapterFactory:
     if kind == "subprocess" and argument.strip():
         return subprocess_factory(argument, step_timeout)
     if kind == "kafka":
-        from adapters.kafka_build import DEFAULT_VERSION, adapter_command
+        from adapters.kafka_build import DEFAULT_VERSION, adapter_command, kafka_argument
 
-        return subprocess_factory(shlex.join(adapter_command(argument if separator else DEFAULT_VERSION)), step_timeout)
+        return subprocess_factory(shlex.join(adapter_command(*kafka_argument(argument if separator else DEFAULT_VERSION))), step_timeout)
     raise UnknownAdapter(
         f"unknown adapter {spec!r}; use reference, reference:OPTIONS, mutant:NAME (see `kraftcheck mutants`), subprocess:COMMAND, "
-        "kafka or kafka:VERSION (see `kraftcheck adapters list`)"
+        "kafka or kafka:VERSION[,timeouts=kafka] (see `kraftcheck adapters list`)"
     )
 
 

@@ -271,8 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--adapter",
         required=True,
         help="reference; reference:OPTIONS, comma-separated CHOICE=ALTERNATIVE (see `kraftcheck choices`), random=SEED, "
-        "lacks=CAPABILITY[+CAPABILITY]; mutant:NAME (see `kraftcheck mutants`); subprocess:COMMAND; or kafka[:VERSION], Apache "
-        f"Kafka's KafkaRaftClient (default version {KAFKA_DEFAULT_VERSION}), built with Maven on first use (see `kraftcheck adapters list`)",
+        "lacks=CAPABILITY[+CAPABILITY]; mutant:NAME (see `kraftcheck mutants`); subprocess:COMMAND; or kafka[:VERSION[,timeouts=kafka]], Apache "
+        f"Kafka's KafkaRaftClient (default version {KAFKA_DEFAULT_VERSION}; with the adapter's short timeouts, or Kafka's default ones), "
+        "built with Maven on first use (see `kraftcheck adapters list`)",
     )
     shipped_help = ", ".join(f"{name} ({path.relative_to(DEFAULT_CORPUS.parent).as_posix()}/)" for name, path in shipped_corpora().items())
     corpus = cert.add_mutually_exclusive_group()

@@ -92,7 +92,9 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # True: to every other voter that has not acknowledged it (an answer without error in its
     # epoch), on its request timer and, before it stands, when its election timer fires, naming
     # the same successors (KafkaRaftClient.pollResigned: maybeSendRequests to
-    # ResignedState.unackedVoters; handleEndQuorumEpochResponse -> acknowledgeResignation).
+    # ResignedState.unackedVoters; handleEndQuorumEpochResponse -> acknowledgeResignation). The
+    # re-send with the election timer is the request timing out first, as it does with a request
+    # timeout below the election timeout: a trace expecting it needs EarlyRequestTimeout.
     resigned_resends_end_epoch: bool = False
     # COMMON-3 for a response to a request the node no longer awaits (a Fetch other than the one
     # in flight, a Vote from an earlier candidacy, a BeginQuorumEpoch or EndQuorumEpoch from an

@@ -18,10 +18,10 @@ from pathlib import Path
 import msgspec
 
 from model.config import ClusterConfig, ConfigError
-from model.events import AppendResult, Event, Request, Send
+from model.events import AppendResult, Event, Request, Send, Timer, TimerKind
 from model.isr.config import PartitionConfig
 from model.isr.events import AlterIsr, IsrEvent
-from model.messages import DescribeQuorumRequest, FetchRequest, Message, OffsetsForLeaderEpochRequest, Record
+from model.messages import DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, Message, OffsetsForLeaderEpochRequest, Record
 
 FORMAT_VERSION = 1
 KIND = "kraftcheck-trace"
@@ -33,6 +33,8 @@ CAPABILITIES = {
     "OffsetsForLeaderEpoch": "answers KIP-101's OffsetsForLeaderEpoch (KRaft reconciles logs through Fetch and DivergingEpoch instead)",
     "DescribeQuorum": "answers KIP-595's DescribeQuorum (the tooling API)",
     "FetchRecordLimit": "as leader, limits the records of one Fetch response to the trace's fetch_max_records (as Kafka's MaxBytes limits bytes)",
+    "EarlyRequestTimeout": "times a request out while the node's election, fetch or check-quorum timer runs (a request timeout well "
+    "below the election and fetch timeouts; with Kafka's defaults, 2,000 ms against 1,000 to 2,000 ms, those expire first)",
 }
 """Optional capabilities of a KRaft node, by name: a trace that needs one is not applicable to
 an implementation that declares it lacks it (`required_capabilities`)."""
@@ -363,7 +365,8 @@ def schema() -> dict:
 
 def required_capabilities(trace: Trace) -> tuple[str, ...]:
     """The optional capabilities a KRaft trace needs: an OffsetsForLeaderEpoch or DescribeQuorum
-    request among its inputs, or a Fetch served under a record limit (fetch_max_records > 0).
+    request among its inputs, a Fetch served under a record limit (fetch_max_records > 0), or a
+    request timing out while the node's election or fetch timer runs (`_times_out_early`).
     ISR replicas have none: OffsetsForLeaderEpoch is their truncation protocol (KIP-101)."""
     if trace.header.cluster is None:
         return ()
@@ -371,5 +374,50 @@ def required_capabilities(trace: Trace) -> tuple[str, ...]:
     needed = {_REQUESTS_NEEDING[kind] for kind in kinds if kind in _REQUESTS_NEEDING}
     if trace.header.cluster.fetch_max_records and FetchRequest in kinds:
         needed.add("FetchRecordLimit")
+    if _times_out_early(trace):
+        needed.add("EarlyRequestTimeout")
     return tuple(name for name in CAPABILITIES if name in needed)
+
+
+_TIMED_ROLES = frozenset({"unattached", "voted", "prospective", "candidate", "resigned", "follower"})
+"""The roles in which a voter's election timer (or, as follower, its fetch timer) runs."""
+
+
+def _times_out_early(trace: Trace) -> bool:
+    """Whether the trace has a request time out while another of the node's timers runs that a
+    request timeout as long as the fetch timeout would let expire first (Kafka's defaults):
+
+    - a request_timeout input while the node is a voter in one of _TIMED_ROLES or an observer that
+      follows a leader (its fetch timer), as the step before left it (a voter that starts up with
+      nothing persisted starts unattached);
+    - a leader's second request_timeout with no majority of the voters fetching in between (its
+      check-quorum timer, 1.5 fetch timeouts, is not reset);
+    - a resigned node's election timer expecting its EndQuorumEpoch re-sent first (the request
+      timed out on the way)."""
+    cluster, initial, node = trace.header.cluster, trace.header.initial, trace.header.node
+    majority = len(cluster.voters) // 2 + 1
+    before = Observed(role="unattached" if node in cluster.voters and initial.empty and not initial.down else "down", epoch=0, leader_id=-1, voted_id=-1, log_end_offset=0, high_watermark=0, log=())
+    timeouts, fetched = 0, set()  # a leader's request timeouts and the voters that fetched since its check-quorum timer last reset
+    for step in trace.steps:
+        event = step.input
+        if before.role != "leader":
+            timeouts, fetched = 0, set()
+        if type(event) is Request and type(event.message) is FetchRequest and before.role == "leader" and event.source in cluster.voters:
+            fetched.add(event.source)
+            if len(fetched) + 1 >= majority:
+                timeouts, fetched = 0, set()
+        if type(event) is Timer:
+            if event.kind == TimerKind.REQUEST_TIMEOUT:
+                if before.role in _TIMED_ROLES or (before.role == "observer" and before.leader_id != -1):
+                    return True
+                timeouts += before.role == "leader"
+                if timeouts > 1:
+                    return True
+            if event.kind == TimerKind.PROGRESS_TIMEOUT:
+                timeouts, fetched = 0, set()
+            resends = any(type(send.message) is EndQuorumEpochRequest for send in step.expect.sends)
+            if event.kind == TimerKind.ELECTION_TIMEOUT and before.role == "resigned" and resends:
+                return True
+        before = step.state or before
+    return False
 

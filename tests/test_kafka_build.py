@@ -332,14 +332,25 @@ def test_the_registry_runs_the_built_adapter_in_a_shared_pool(in_built_cache):
 
 
 def test_plain_kafka_is_the_default_version(monkeypatch):
-    monkeypatch.setattr(kafka_build, "adapter_command", lambda version: ["node", version])
+    monkeypatch.setattr(kafka_build, "adapter_command", lambda version, timeouts: ["node", version, timeouts])
     with adapter_factory("kafka") as make:
-        assert make().command == f"node {DEFAULT_VERSION}"
+        assert make().command == f"node {DEFAULT_VERSION} short"
     with adapter_factory("kafka:3.9.1") as make:
-        assert make().command == "node 3.9.1"
+        assert make().command == "node 3.9.1 short"
+    with adapter_factory("kafka:3.9.1,timeouts=kafka") as make:
+        assert make().command == "node 3.9.1 kafka"
 
 
-@pytest.mark.parametrize("spec, message", [("kafka:2.8.0", f"Kafka 2.8.0 {TOO_OLD}"), ("kafka:", "Kafka version '' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)")])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("kafka:2.8.0", f"Kafka 2.8.0 {TOO_OLD}"),
+        ("kafka:", "Kafka version '' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)"),
+        ("kafka:4.3.1,timeouts=slow", "timeouts='slow': short (the adapter's: request 100 ms, retry backoff 10 ms, election 1,000 ms, fetch 2,000 ms), "
+         "kafka (Kafka's defaults: request 2,000 ms, retry backoff 20 ms, election 1,000 ms, fetch 2,000 ms)"),
+        ("kafka:4.3.1,seed=1", "kafka option 'seed=1' is not timeouts=NAME: kafka:VERSION[,timeouts=short|kafka]"),
+    ],
+)
 def test_the_registry_refuses_bad_versions(spec, message):
     with pytest.raises(AdapterOptionError) as refused:
         adapter_factory(spec)
@@ -347,7 +358,7 @@ def test_the_registry_refuses_bad_versions(spec, message):
 
 
 def test_an_unknown_adapter_s_message_lists_kafka():
-    with pytest.raises(AdapterOptionError, match=r"subprocess:COMMAND, kafka or kafka:VERSION \(see `kraftcheck adapters list`\)$"):
+    with pytest.raises(AdapterOptionError, match=r"subprocess:COMMAND, kafka or kafka:VERSION\[,timeouts=kafka\] \(see `kraftcheck adapters list`\)$"):
         adapter_factory("telepathy")
 
 
@@ -383,7 +394,7 @@ def test_cli_lists_the_adapter_forms_and_what_is_built(in_built_cache, capsys):
     out, err = capsys.readouterr()
     assert err == ""
     rows = {line.split("  ")[0]: line for line in out.splitlines()[2:] if line}
-    assert {"reference", "reference:OPTIONS", "mutant:NAME", "subprocess:COMMAND", "kafka:3.9.1", "kafka:4.3.1 (kafka)", "kafka:VERSION"} <= set(rows)
+    assert {"reference", "reference:OPTIONS", "mutant:NAME", "subprocess:COMMAND", "kafka:3.9.1", "kafka:4.3.1 (kafka)", "kafka:VERSION", "kafka:VERSION,timeouts=kafka"} <= set(rows)
     assert rows["kafka:3.9.1"].endswith(f"built: {in_built_cache}")
     assert rows["kafka:4.3.1 (kafka)"].endswith("not built: `kraftcheck adapters build kafka --kafka-version 4.3.1`")
 
@@ -397,4 +408,4 @@ def test_cli_help_describes_the_adapters_command(capsys):
     assert "list the adapter forms and which Kafka versions are built" in text
     assert "build the Kafka adapter now (otherwise built on first use)" in text
     assert "--kafka-version VERSION" in text and "--force" in text
-    assert "or kafka[:VERSION], Apache Kafka's KafkaRaftClient (default version 4.3.1)" in text
+    assert "or kafka[:VERSION[,timeouts=kafka]], Apache Kafka's KafkaRaftClient (default version 4.3.1; with the adapter's short timeouts, or Kafka's default ones)" in text

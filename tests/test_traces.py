@@ -10,7 +10,7 @@ from adapters.model_adapter import ModelAdapter
 from adapters.mutants import mutant_adapter
 from conformance.certify.replay import replay
 from conformance.corpus.reference import build_trace
-from model.events import Crash, Response, Send, Timer, TimerKind
+from model.events import Crash, Request, Response, Restart, Send, Timer, TimerKind
 from model.isr.events import FetchNext, Startup
 from model.isr.state import LeaderAndIsr
 from model.messages import (
@@ -252,3 +252,51 @@ def test_a_trace_that_hides_an_allowed_outcome_is_refused(tmp_path):
     result = replay_file(lambda: ModelAdapter("reference"), edited)
     assert result.verdict == "error"
     assert result.failure.startswith(f"invalid trace: step {index + 1}: the other allowed outcomes are recorded as none, the specification's model allows ")
+
+
+REQUEST_TIMEOUT = Timer(kind=TimerKind.REQUEST_TIMEOUT)
+
+
+@pytest.mark.parametrize(
+    "name, node, initial, inputs, needs",
+    [
+        ("a fresh voter, unattached: its election timer runs", 1, traces.Persisted(), [REQUEST_TIMEOUT], True),
+        ("a candidate", 1, traces.Persisted(), [Timer(kind=TimerKind.ELECTION_TIMEOUT), REQUEST_TIMEOUT], True),
+        ("a leader restarted, resigned", 1, traces.Persisted(epoch=3, leader_id=1, voted_id=1), [Restart(), REQUEST_TIMEOUT], True),
+        ("a node still down", 1, traces.Persisted(epoch=3, leader_id=1, voted_id=1), [REQUEST_TIMEOUT, Restart()], False),
+        ("an observer that knows no leader: no timer but the request's", 4, traces.Persisted(), [REQUEST_TIMEOUT], False),
+        ("an observer following a leader: its fetch timer runs", 4, traces.Persisted(epoch=1, leader_id=1), [Restart(), REQUEST_TIMEOUT], True),
+        ("no request timer at all", 1, traces.Persisted(), [Timer(kind=TimerKind.ELECTION_TIMEOUT)], False),
+    ],
+)
+def test_a_request_timing_out_while_an_election_or_fetch_timer_runs_needs_early_request_timeout(name, node, initial, inputs, needs):
+    trace = build_trace(name, TraceCluster(voters=(1, 2, 3), observers=(4,)), node, inputs, "test", initial=initial)
+    assert ("EarlyRequestTimeout" in traces.required_capabilities(trace)) is needs
+
+
+@pytest.mark.parametrize("profile, needs", [("kafka-3.9", True), ("kip595", False)])
+def test_a_resigned_node_re_sending_end_quorum_epoch_with_its_election_timer_needs_early_request_timeout(profile, needs):
+    """Kafka's resigned node re-sends EndQuorumEpoch on its request timer; the Kafka profiles
+    expect it as the election timer fires, the request having timed out on the way."""
+    initial = traces.Persisted(epoch=3, leader_id=1, voted_id=1)
+    trace = build_trace("resigned", TraceCluster(voters=(1, 2, 3), profile=profile), 1, [Restart(), Timer(kind=TimerKind.ELECTION_TIMEOUT)], "test", initial=initial)
+    assert trace.steps[0].state.role == "resigned"
+    assert ("EarlyRequestTimeout" in traces.required_capabilities(trace)) is needs
+
+
+FETCH_FROM_2 = Request(source=2, message=FetchRequest(ClusterId="kraft-cluster", ReplicaId=2, CurrentLeaderEpoch=1, FetchOffset=0, LastFetchedEpoch=0))
+
+
+@pytest.mark.parametrize(
+    "then, needs",
+    [
+        ([REQUEST_TIMEOUT], False),  # its check-quorum timer is 1.5 fetch timeouts: a request times out first with any timeouts
+        ([REQUEST_TIMEOUT, REQUEST_TIMEOUT], True),  # not twice, unless the request timeout is below half of it
+        ([REQUEST_TIMEOUT, FETCH_FROM_2, REQUEST_TIMEOUT], False),  # a majority fetched in between: the timer was reset
+    ],
+)
+def test_a_leader_s_request_timing_out_twice_with_no_majority_fetching_needs_early_request_timeout(then, needs):
+    election = election_trace()
+    trace = build_trace("leader", CLUSTER, 1, [step.input for step in election.steps] + then, "test")
+    assert trace.steps[-1].state.role == "leader"
+    assert ("EarlyRequestTimeout" in traces.required_capabilities(trace)) is needs

@@ -47,6 +47,11 @@ final class Api {
         return EndQuorumEpochRequest.singletonRequest(Messages.PARTITION, clusterId, epoch, leaderId, preferredSuccessors);
     }
 
+    /** An EndQuorumEpoch's successors as they cross at v0: PreferredSuccessors. */
+    static List<Integer> preferredSuccessors(EndQuorumEpochRequestData.PartitionData partition) {
+        return partition.preferredSuccessors();
+    }
+
     // KIP-903 (Kafka 3.5, Fetch v15) moved a Fetch's replica id into its ReplicaState; 3.3 and 3.4
     // have only the top-level ReplicaId. ReplicaState is looked up, not compiled against (null before 3.5).
     private static final Class<?> REPLICA_STATE = replicaStateClass();

@@ -50,6 +50,11 @@ final class Api {
         return RaftUtil.singletonEndQuorumEpochRequest(Messages.PARTITION, clusterId, epoch, leaderId, preferredSuccessors.stream().map(Api::replica).toList());
     }
 
+    /** An EndQuorumEpoch's successors as they cross at v1: PreferredCandidates (v0's PreferredSuccessors is not written). */
+    static List<Integer> preferredSuccessors(EndQuorumEpochRequestData.PartitionData partition) {
+        return partition.preferredCandidates().stream().map(EndQuorumEpochRequestData.ReplicaInfo::candidateId).toList();
+    }
+
     /** The Fetch as replicaId sends it: its id in the Fetch's ReplicaState (KIP-903). */
     static FetchRequestData fetchFrom(int replicaId, FetchRequestData fetch) {
         return fetch.setReplicaState(new FetchRequestData.ReplicaState().setReplicaId(replicaId));

@@ -37,12 +37,12 @@ final class Client {
     }
 
     /** The client built with its full constructor and initialized; RaftConfig names the static voters. */
-    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, MockNetworkChannel channel,
+    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, Timeouts timeouts, MockNetworkChannel channel,
                                               MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, Random random, LogContext logContext) {
         Map<Integer, RaftConfig.AddressSpec> addresses = new HashMap<>();
         voters.forEach((id, address) -> addresses.put(id, new RaftConfig.InetAddressSpec(address)));
-        RaftConfig config = new RaftConfig(addresses, DrivenNode.REQUEST_TIMEOUT_MS, DrivenNode.RETRY_BACKOFF_MS, DrivenNode.ELECTION_TIMEOUT_MS,
-            DrivenNode.ELECTION_BACKOFF_MAX_MS, DrivenNode.FETCH_TIMEOUT_MS, 0);
+        RaftConfig config = new RaftConfig(addresses, timeouts.requestMs(), timeouts.retryBackoffMs(), timeouts.electionMs(),
+            timeouts.electionBackoffMaxMs(), timeouts.fetchMs(), 0);
         KafkaRaftClient<Integer> client = new KafkaRaftClient<>(
             new IntegerSerde(),
             channel,

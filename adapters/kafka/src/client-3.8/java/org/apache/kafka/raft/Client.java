@@ -39,10 +39,10 @@ final class Client {
     }
 
     /** The client built with its full constructor and initialized with the static voters. */
-    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, MockNetworkChannel channel,
+    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, Timeouts timeouts, MockNetworkChannel channel,
                                               MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, Random random, LogContext logContext) {
-        QuorumConfig config = new QuorumConfig(DrivenNode.REQUEST_TIMEOUT_MS, DrivenNode.RETRY_BACKOFF_MS, DrivenNode.ELECTION_TIMEOUT_MS,
-            DrivenNode.ELECTION_BACKOFF_MAX_MS, DrivenNode.FETCH_TIMEOUT_MS, 0);
+        QuorumConfig config = new QuorumConfig(timeouts.requestMs(), timeouts.retryBackoffMs(), timeouts.electionMs(),
+            timeouts.electionBackoffMaxMs(), timeouts.fetchMs(), 0);
         KafkaRaftClient<Integer> client = new KafkaRaftClient<>(
             OptionalInt.of(nodeId),
             new Uuid(0L, nodeId + 1L),

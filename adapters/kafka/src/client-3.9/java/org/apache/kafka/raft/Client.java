@@ -41,7 +41,7 @@ final class Client {
     }
 
     /** The client built with its full constructor and initialized with the static voters. */
-    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, MockNetworkChannel channel,
+    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, Timeouts timeouts, MockNetworkChannel channel,
                                               MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, Random random, LogContext logContext) {
         KafkaRaftClient<Integer> client = new KafkaRaftClient<>(
             OptionalInt.of(nodeId),
@@ -61,19 +61,19 @@ final class Client {
             Release.kraftVersions(),
             logContext,
             random,
-            quorumConfig()
+            quorumConfig(timeouts)
         );
         Release.initialize(client, voters, store, new Metrics(time));
         return client;
     }
 
-    private static QuorumConfig quorumConfig() {
+    private static QuorumConfig quorumConfig(Timeouts timeouts) {
         Map<String, Object> config = new HashMap<>();
-        config.put(QuorumConfig.QUORUM_REQUEST_TIMEOUT_MS_CONFIG, DrivenNode.REQUEST_TIMEOUT_MS);
-        config.put(QuorumConfig.QUORUM_RETRY_BACKOFF_MS_CONFIG, DrivenNode.RETRY_BACKOFF_MS);
-        config.put(QuorumConfig.QUORUM_ELECTION_TIMEOUT_MS_CONFIG, DrivenNode.ELECTION_TIMEOUT_MS);
-        config.put(QuorumConfig.QUORUM_ELECTION_BACKOFF_MAX_MS_CONFIG, DrivenNode.ELECTION_BACKOFF_MAX_MS);
-        config.put(QuorumConfig.QUORUM_FETCH_TIMEOUT_MS_CONFIG, DrivenNode.FETCH_TIMEOUT_MS);
+        config.put(QuorumConfig.QUORUM_REQUEST_TIMEOUT_MS_CONFIG, timeouts.requestMs());
+        config.put(QuorumConfig.QUORUM_RETRY_BACKOFF_MS_CONFIG, timeouts.retryBackoffMs());
+        config.put(QuorumConfig.QUORUM_ELECTION_TIMEOUT_MS_CONFIG, timeouts.electionMs());
+        config.put(QuorumConfig.QUORUM_ELECTION_BACKOFF_MAX_MS_CONFIG, timeouts.electionBackoffMaxMs());
+        config.put(QuorumConfig.QUORUM_FETCH_TIMEOUT_MS_CONFIG, timeouts.fetchMs());
         config.put(QuorumConfig.QUORUM_LINGER_MS_CONFIG, 0);
         return new QuorumConfig(new AbstractConfig(QuorumConfig.CONFIG_DEF, config));
     }

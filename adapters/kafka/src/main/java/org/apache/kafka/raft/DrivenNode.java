@@ -11,6 +11,7 @@ import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.common.utils.MockTime;
 
 import java.net.InetSocketAddress;
+import java.security.CodeSource;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -27,18 +28,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  * seeded random, so the same commands always give the same replies.
  */
 final class DrivenNode {
-    static final int REQUEST_TIMEOUT_MS = 100;
-    static final int RETRY_BACKOFF_MS = 10;
-    static final int ELECTION_TIMEOUT_MS = 1000;
-    static final int ELECTION_BACKOFF_MAX_MS = 1000;
-    static final int FETCH_TIMEOUT_MS = 2000;
     /** A timer with this much time left or more is one Kafka keeps unarmed (Long.MAX_VALUE deadlines). */
     static final long UNARMED_MS = Long.MAX_VALUE / 2;
     private static final long RANDOM_SEED = 595L;
+    private static final String ADAPTER_JAR = DrivenNode.class.getProtectionDomain().getCodeSource().getLocation().getPath();
     private static final int MAX_POLLS = 64;
     private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
 
     private final int nodeId;
+    private final Timeouts timeouts;
     private final List<Integer> voters;
     private final String clusterId;
     private final Messages messages;
@@ -54,9 +52,10 @@ final class DrivenNode {
     private KafkaRaftClient<Integer> client;
     private boolean shutdown;
 
-    DrivenNode(JsonNode start) {
+    DrivenNode(JsonNode start, Timeouts timeouts) {
         JsonNode cluster = start.path("cluster");
         nodeId = start.path("node").asInt();
+        this.timeouts = timeouts;
         voters = new ArrayList<>();
         cluster.path("voters").forEach(id -> voters.add(id.asInt()));
         if (cluster.path("cluster_id").isNull()) {
@@ -89,7 +88,7 @@ final class DrivenNode {
         log.reopen();
         Map<Integer, InetSocketAddress> voterAddresses = new HashMap<>();
         voters.forEach(id -> voterAddresses.put(id, Messages.address(id)));
-        client = Client.newClient(nodeId, clusterId, voterAddresses, channel, queue, log, store, time, random, new LogContext("[node " + nodeId + "] "));
+        client = Client.newClient(nodeId, clusterId, voterAddresses, timeouts, channel, queue, log, store, time, random, new LogContext("[node " + nodeId + "] "));
         shutdown = false;
         pollUntilQuiet();
     }
@@ -103,9 +102,9 @@ final class DrivenNode {
      * changes nothing. KafkaRaftClient handles one message per poll, after acting on its
      * current state (pollCurrentState, then handleInboundMessage), so what a message leads to
      * (a Fetch re-sent at once after an epoch error) is sent by the poll after the one that
-     * handled it, even when that message changed nothing observable. A client that throws has
-     * failed the way a Kafka process would exit on a fatal error: the node is down, and the
-     * reply says shutdown.
+     * handled it, even when that message changed nothing observable. A client whose own code
+     * throws has failed the way a Kafka process would exit on a fatal error: the node is down,
+     * and the reply says shutdown; an exception of the harness fails the command instead.
      */
     private void pollUntilQuiet() {
         for (int poll = 0; poll < MAX_POLLS; poll++) {
@@ -114,6 +113,9 @@ final class DrivenNode {
             try {
                 client.poll();
             } catch (RuntimeException fatal) {
+                if (thrownByHarness(fatal)) {
+                    throw new IllegalStateException("the harness failed, not KafkaRaftClient (thrown in " + fatal.getStackTrace()[0] + "): " + fatal, fatal);
+                }
                 System.err.println("KafkaRaftClient failed; the node is down: " + fatal);
                 fatal.printStackTrace(System.err);
                 goDown();
@@ -125,6 +127,28 @@ final class DrivenNode {
                 return;
             }
         }
+    }
+
+    /**
+     * Whether an exception out of poll comes from the harness rather than from Kafka: thrown (at
+     * its first frame outside the JDK) by this adapter's classes or by the mocks of Kafka's test
+     * jars. Only an exception of Kafka's own code is the fatal error that stops a Kafka process;
+     * a fault of the harness is an error verdict, never a shutdown the model could take for one.
+     */
+    private static boolean thrownByHarness(Throwable thrown) {
+        for (StackTraceElement frame : thrown.getStackTrace()) {
+            CodeSource source;
+            try {
+                source = Class.forName(frame.getClassName(), false, DrivenNode.class.getClassLoader()).getProtectionDomain().getCodeSource();
+            } catch (ClassNotFoundException | LinkageError hidden) {
+                continue;  // a lambda's hidden class: its caller's frame follows
+            }
+            if (source != null) {  // none: a JDK class, called by the frame that follows
+                String jar = source.getLocation().getPath();
+                return jar.equals(ADAPTER_JAR) || jar.endsWith("-test.jar");
+            }
+        }
+        return false;
     }
 
     private String progress() {
@@ -185,7 +209,7 @@ final class DrivenNode {
                 if (quorum.isFollower()) {
                     sleepAndPoll(quorum.followerStateOrThrow().remainingFetchTimeMs(time.milliseconds()));
                 } else if (quorum.isObserver()) {
-                    sleepAndPoll(FETCH_TIMEOUT_MS);
+                    sleepAndPoll(timeouts.fetchMs());
                 }
             }
             case "progress_timeout" -> {
@@ -195,9 +219,9 @@ final class DrivenNode {
                 }
             }
             case "request_timeout" -> {
-                sleepAndPoll(REQUEST_TIMEOUT_MS);
+                sleepAndPoll(timeouts.requestMs());
                 if (isUp()) {
-                    sleepAndPoll(RETRY_BACKOFF_MS);
+                    sleepAndPoll(timeouts.retryBackoffMs());
                 }
             }
             default -> throw new IllegalArgumentException("unknown timer kind " + kind);
@@ -270,6 +294,7 @@ final class DrivenNode {
         ArrayNode sends = JSON.arrayNode();
         undrained.sort(Comparator.comparingInt(RaftRequest.Outbound::correlationId));
         for (RaftRequest.Outbound sent : undrained) {
+            Messages.overTheWire(sent.data());  // what the peer reads: only the fields of the version sent
             awaitingResponse.put(sent.correlationId(), sent);
             ObjectNode send = sends.addObject().put("destination", Client.destination(sent));
             send.set("message", messages.sentRequest(sent.data()));

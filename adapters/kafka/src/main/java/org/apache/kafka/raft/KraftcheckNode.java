@@ -1,6 +1,7 @@
 package org.apache.kafka.raft;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
@@ -20,16 +21,27 @@ import java.nio.charset.StandardCharsets;
 public final class KraftcheckNode {
     private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
     private static final int PROTOCOL = 2;
-    private static final String IMPLEMENTATION = "Apache Kafka " + AppInfoParser.getVersion()
-        + " KafkaRaftClient (static voters, kraft.version 0); RPC versions: " + Messages.rpcVersions();
+    private final Timeouts timeouts;
     private DrivenNode node;
     private boolean stopped;
 
+    private KraftcheckNode(Timeouts timeouts) {
+        this.timeouts = timeouts;
+    }
+
+    /** Arguments: none, or --timeouts=short|kafka (Timeouts). */
     public static void main(String[] args) throws IOException {
+        Timeouts timeouts = Timeouts.SHORT;
+        for (String arg : args) {
+            if (!arg.startsWith("--timeouts=")) {
+                throw new IllegalArgumentException("unknown argument " + arg + ": the one argument is --timeouts=short|kafka");
+            }
+            timeouts = Timeouts.named(arg.substring("--timeouts=".length()));
+        }
         PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
         System.setOut(System.err);  // a stray print from a library must not reach the replies
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        KraftcheckNode server = new KraftcheckNode();
+        KraftcheckNode server = new KraftcheckNode(timeouts);
         for (String line = in.readLine(); line != null; line = in.readLine()) {
             out.println(Json.text(server.answer(line)));
             out.flush();
@@ -62,9 +74,12 @@ public final class KraftcheckNode {
                 if (command.has("partition")) {
                     throw new Unsupported("ISR replicas: this is a KRaft node");
                 }
-                node = new DrivenNode(command);
-                ObjectNode started = ok().put("protocol", PROTOCOL).put("implementation", IMPLEMENTATION);
-                started.putArray("lacks").add("OffsetsForLeaderEpoch").add("FetchRecordLimit");
+                node = new DrivenNode(command, timeouts);
+                ObjectNode started = ok().put("protocol", PROTOCOL).put("implementation", implementation());
+                ArrayNode lacks = started.putArray("lacks").add("OffsetsForLeaderEpoch").add("FetchRecordLimit");
+                if (!timeouts.requestsTimeOutEarly()) {
+                    lacks.add("EarlyRequestTimeout");
+                }
                 return started;
             case "reset":
                 node = null;
@@ -103,6 +118,12 @@ public final class KraftcheckNode {
         reply.set("append_result", appendResult);
         reply.put("shutdown", driven.takeShutdown());
         return reply;
+    }
+
+    /** What the reports name: the release, how the client is set up, the RPC versions, the timeouts. */
+    private String implementation() {
+        return "Apache Kafka " + AppInfoParser.getVersion() + " KafkaRaftClient (static voters, kraft.version 0); RPC versions: "
+            + Messages.rpcVersions() + "; " + timeouts.describe();
     }
 
     private DrivenNode started() {

@@ -148,7 +148,7 @@ final class Messages {
         return array;
     }
 
-    // ---- requests the node sends
+    // ---- requests the node sends, as they cross the wire (DrivenNode.drain)
 
     ObjectNode sentRequest(ApiMessage data) {
         if (data instanceof VoteRequestData vote) {
@@ -163,7 +163,7 @@ final class Messages {
             ObjectNode reply = message("EndQuorumEpochRequest").put("ClusterId", end.clusterId()).put("ReplicaId", nodeId)
                 .put("LeaderId", partition.leaderId()).put("LeaderEpoch", partition.leaderEpoch());
             ArrayNode successors = reply.putArray("PreferredSuccessors");
-            partition.preferredSuccessors().forEach(successors::add);
+            Api.preferredSuccessors(partition).forEach(successors::add);
             return reply;
         } else if (data instanceof FetchRequestData fetch) {
             FetchRequestData.FetchPartition partition = fetch.topics().get(0).partitions().get(0);
