@@ -396,28 +396,29 @@ def _times_out_early(trace: Trace) -> bool:
       timed out on the way)."""
     cluster, initial, node = trace.header.cluster, trace.header.initial, trace.header.node
     majority = len(cluster.voters) // 2 + 1
-    before = Observed(role="unattached" if node in cluster.voters and initial.empty and not initial.down else "down", epoch=0, leader_id=-1, voted_id=-1, log_end_offset=0, high_watermark=0, log=())
+    role, leader = ("unattached" if node in cluster.voters and initial.empty and not initial.down else "down"), -1  # as the step before left the node
     timeouts, fetched = 0, set()  # a leader's request timeouts and the voters that fetched since its check-quorum timer last reset
     for step in trace.steps:
         event = step.input
-        if before.role != "leader":
+        if role != "leader":
             timeouts, fetched = 0, set()
-        if type(event) is Request and type(event.message) is FetchRequest and before.role == "leader" and event.source in cluster.voters:
+        if type(event) is Request and type(event.message) is FetchRequest and role == "leader" and event.source in cluster.voters:
             fetched.add(event.source)
             if len(fetched) + 1 >= majority:
                 timeouts, fetched = 0, set()
         if type(event) is Timer:
             if event.kind == TimerKind.REQUEST_TIMEOUT:
-                if before.role in _TIMED_ROLES or (before.role == "observer" and before.leader_id != -1):
+                if role in _TIMED_ROLES or (role == "observer" and leader != -1):
                     return True
-                timeouts += before.role == "leader"
+                timeouts += role == "leader"
                 if timeouts > 1:
                     return True
             if event.kind == TimerKind.PROGRESS_TIMEOUT:
                 timeouts, fetched = 0, set()
             resends = any(type(send.message) is EndQuorumEpochRequest for send in step.expect.sends)
-            if event.kind == TimerKind.ELECTION_TIMEOUT and before.role == "resigned" and resends:
+            if event.kind == TimerKind.ELECTION_TIMEOUT and role == "resigned" and resends:
                 return True
-        before = step.state or before
+        if step.state is not None:
+            role, leader = step.state.role, step.state.leader_id
     return False
 
