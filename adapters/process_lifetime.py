@@ -26,13 +26,15 @@ import contextlib
 import ctypes
 import functools
 import itertools
+import multiprocessing
 import os
 import secrets
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import TypeVar
 
 LINUX = sys.platform == "linux"
 MARKER = "KRAFTCHECK_PROCESS_TREE"  # the environment variable; its value is "RUN/TREE", a run being one kraftcheck process
@@ -43,6 +45,8 @@ _libc = ctypes.CDLL(None, use_errno=True) if LINUX else None
 _run = f"{os.getpid()}-{secrets.token_hex(6)}"
 _trees = itertools.count(1)
 _guard: subprocess.Popen | None = None
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def _new_run() -> None:
@@ -74,6 +78,32 @@ def become_worker(parent: int) -> None:
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_forked: tuple[Callable, Sequence] = (lambda item: item, ())  # in a worker of forked_map: what it maps, inherited by the fork
+
+
+def _adopt(parent: int, function: Callable, items: Sequence) -> None:
+    global _forked
+    become_worker(parent)
+    _forked = (function, items)
+
+
+def _call_forked(index: int) -> object:
+    function, items = _forked
+    return function(items[index])
+
+
+def forked_map(function: Callable[[T], R], items: Sequence[T], workers: int) -> Iterator[R]:
+    """`function` over `items`, in order, in `workers` forked processes at once (become_worker):
+    the function and the items reach the processes by the fork, so they need not pickle (closures,
+    loaded corpora); only indices go out and results come back. One worker: in this process."""
+    if workers <= 1 or len(items) <= 1:
+        yield from map(function, items)
+        return
+    context = multiprocessing.get_context("fork")
+    with context.Pool(min(workers, len(items)), initializer=_adopt, initargs=(os.getpid(), function, items)) as pool:
+        yield from pool.imap(_call_forked, range(len(items)))
 
 
 def _stat(pid: str) -> tuple[str, int, int, int] | None:

@@ -404,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     mut.add_argument("--score", action="store_true", help="replay the corpus through every mutant: which are caught, on which rule (exit 1 unless all are)")
     mut.add_argument("--corpus", help="corpus for --score (default: the shipped traces/)")
     mut.add_argument("--no-verify", dest="verify", action="store_false", help="with --score: do not check the corpus against its manifest")
+    mut.add_argument("--jobs", type=int, metavar="N", help="with --score: adapters replaying the corpus at once, each in a process of its own, 1 to 64 (default: one per core); the scores are the same for any N")
     mut.add_argument("--json", action="store_true", help="print the list (or the scores) as JSON")
     mut.set_defaults(run=command("mutants"))
 

@@ -8,11 +8,13 @@ Where a corpus still falls short, the shortfall is named here, so that closing i
 opening, fails this test and is looked at."""
 
 import json
+import shutil
 from functools import cache
 
 import pytest
 
 from adapters.mutants import MUTANTS
+from conformance import cli
 from conformance.certify.mutation import MIN_CATCHING_TRACES, UNOBSERVABLE, MutantScore, mutation_scores, profile_readings
 from conformance.certify.replay import CONFORMS, NOT_APPLICABLE, replay
 from conformance.certify.precision import load_corpus
@@ -44,7 +46,7 @@ def coverage(profile: str) -> list[dict]:
 
 @cache
 def scores(profile: str) -> dict[str, MutantScore]:
-    return {score.name: score for score in mutation_scores(shipped_corpora()[profile])}
+    return {score.name: score for score in mutation_scores(shipped_corpora()[profile], workers=3)}  # more processes than the test machine's cores
 
 
 @pytest.mark.parametrize("profile", sorted(SHORT))
@@ -116,3 +118,20 @@ def test_every_kraft_node_of_a_corpus_is_seen_starting(profile):
             others = set(header.cluster.voters) - {header.node}
             assert "BOOT-1" in step.rules and {type(send.message).__name__ for send in step.expect.sends} == ({"FetchRequest"} if others else set())
             assert {send.destination for send in step.expect.sends} == others
+
+
+def test_the_scores_are_the_same_for_any_number_of_jobs(tmp_path, capsys):
+    """`mutants --score --jobs N`: the adapters replay in N processes at once, with the same scores.
+    A slice of the kafka-4.3 corpus, so that its profile's readings are scored too."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for path in sorted(shipped_corpora()["kafka-4.3"].glob("*.jsonl"))[::40]:
+        shutil.copy(path, corpus)
+    printed = []
+    for jobs in ("1", "3"):
+        assert cli.main(["mutants", "--score", "--no-verify", "--corpus", str(corpus), "--jobs", jobs, "--json"]) in (0, 1)
+        printed.append(json.loads(capsys.readouterr().out))
+    assert printed[0] == printed[1]
+    names = [row["name"] for row in printed[0]["scores"]]
+    assert set(MUTANTS) < set(names) and any(name.startswith("option ") for name in names)
+    assert any(row["failed"] > 0 for row in printed[0]["scores"])

@@ -5,6 +5,7 @@ under the output directory, with a shortened reproducing trace for every diverge
 traces depart, the deviations from the corpus's profile that explain them (conformance/certify/deviation.py).
 """
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,11 +27,20 @@ from conformance.corpus.manifest import generated_profiles
 from conformance.text import readable
 from conformance.outputs import OutputError
 from conformance.spark.session import SparkRun
+from model.config import ConfigError
 from spec import trace as traces
 from spec.trace import Trace
 
 
 MAX_JOBS = 64  # processes replaying at once, at most
+
+
+def job_count(requested: int | None) -> int:
+    """--jobs as asked for, or one per core; refused outside 1..MAX_JOBS."""
+    jobs = (os.cpu_count() or 1) if requested is None else requested
+    if not 1 <= jobs <= MAX_JOBS:
+        raise ConfigError(f"--jobs must be between 1 and {MAX_JOBS}, got {jobs}")
+    return jobs
 
 
 def certify(

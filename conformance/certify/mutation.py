@@ -11,15 +11,19 @@ A corpus of a Kafka profile is scored against that profile's other readings as w
 fail the corpus too.
 """
 
+from functools import partial
 from pathlib import Path
 
 import msgspec
 
+from adapters.contract import Adapter
 from adapters.model_adapter import ModelAdapter
 from adapters.mutants import MUTANTS, mutant_adapter
 from adapters.node_models import StepFunction
-from conformance.certify.precision import CORPUS_VOTERS, load_corpus, pinned_points, precision_adapters, run_precision
-from conformance.certify.replay import DEPARTS, replay, trace_files
+from adapters.process_lifetime import forked_map
+from adapters.registry import adapter_factory
+from conformance.certify.precision import CORPUS_VOTERS, load_corpus, pinned_points, precise_traces, precision_adapters
+from conformance.certify.replay import DEPARTS, TraceResult, replay, trace_files
 from conformance.certify.verdicts import verdicts
 from model import node as nodes
 from model.config import ClusterConfig, NodeConfig, other_readings
@@ -104,30 +108,42 @@ def corpus_profile(loaded: list[tuple[Path, Trace]]) -> str:
     return min(profiles) if len(profiles) == 1 else BASE_PROFILE
 
 
-def mutation_scores(corpus: Path, verify: bool = True) -> list[MutantScore]:
+def mutation_scores(corpus: Path, verify: bool = True, workers: int = 1) -> list[MutantScore]:
     """Replay the corpus through every mutant, and its profile's other readings (no reports):
-    which traces catch each, and on which rule."""
+    which traces catch each, and on which rule. The adapters replay in `workers` processes at
+    once (forked_map); the scores are the same for any number."""
     loaded = load_corpus(trace_files(corpus, verify))
-    _, precise = run_precision(loaded, precision_adapters(combinations=2, random_runs=2, pinned=pinned_points(loaded)))
     profile_name = corpus_profile(loaded)
     systems = {trace.header.system for _, trace in loaded}
-    mutants = [
-        score(mutant.name, mutant.description, mutant_adapter(mutant.name), loaded, precise)
+    precision = precision_adapters(combinations=2, random_runs=2, pinned=pinned_points(loaded))
+    mutants = [mutant for mutant in MUTANTS.values() if mutant.system in systems]
+    readings = profile_readings(profile_name)
+    runs = [partial(replay_named, name) for name in precision]
+    runs += [partial(replay_through, mutant_adapter(mutant.name)) for mutant in mutants] + [partial(replay_through, adapter) for _, _, adapter in readings]
+    results = list(forked_map(lambda run: run(loaded), runs, workers))
+    precise = precise_traces(loaded, results[: len(precision)])
+    caught = iter(results[len(precision) :])
+    unobservable = UNOBSERVABLE.get(profile_name, {})
+    return [
+        score(mutant.name, mutant.description, next(caught), precise)
         if mutant.system in systems
         else MutantScore(name=mutant.name, description=mutant.description, failed=0, rule="-", first="-", unobservable=f"it changes {mutant.system} replicas; the corpus has no readable trace of them")
         for mutant in MUTANTS.values()
-    ]
-    unobservable = UNOBSERVABLE.get(profile_name, {})
-    readings = [
-        msgspec.structs.replace(score(name, description, adapter, loaded, precise), unobservable=unobservable.get(name, ""))
-        for name, description, adapter in profile_readings(profile_name)
-    ]
-    return mutants + readings
+    ] + [msgspec.structs.replace(score(name, description, next(caught), precise), unobservable=unobservable.get(name, "")) for name, description, _ in readings]
 
 
-def score(name: str, description: str, adapter: ModelAdapter, loaded: list[tuple[Path, Trace]], precise: set[str]) -> MutantScore:
+def replay_through(adapter: Adapter, loaded: list[tuple[Path, Trace]]) -> list[TraceResult]:
+    return [replay(adapter, trace, str(path)) for path, trace in loaded]
+
+
+def replay_named(name: str, loaded: list[tuple[Path, Trace]]) -> list[TraceResult]:
+    """The corpus replayed through the adapter of that name (adapters.registry)."""
+    with adapter_factory(name) as make:
+        return replay_through(make(), loaded)
+
+
+def score(name: str, description: str, results: list[TraceResult], precise: set[str]) -> MutantScore:
     """One adapter's row: the precise traces it departs from, its most consistently broken rule, and its first catch."""
-    results = [replay(adapter, trace, str(path)) for path, trace in loaded]
     failing = [r for r in results if r.verdict == DEPARTS and r.trace in precise]
     rule, first = "-", "-"
     if failing:

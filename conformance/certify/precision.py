@@ -64,7 +64,7 @@ def load_corpus(files: list[Path]) -> list[tuple[Path, Trace]]:
 def run_precision(corpus: list[tuple[Path, Trace]], adapters: list[str], progress: Callable[[int, int], None] | None = None) -> tuple[list[PrecisionRun], set[str]]:
     """Replay the corpus through each adapter: a row per adapter, and the traces every one conformed to."""
     rows = []
-    precise = {str(path) for path, _ in corpus}
+    replayed = []
     for number, name in enumerate(adapters, start=1):
         with adapter_factory(name) as make:
             results: list[TraceResult] = [replay(make(), trace, str(path)) for path, trace in corpus]
@@ -72,7 +72,15 @@ def run_precision(corpus: list[tuple[Path, Trace]], adapters: list[str], progres
         failing = next((r for r in results if r.verdict != CONFORMS), None)
         why = "" if failing is None else f"{Path(failing.trace).name}: {failing.failure or failing.divergence.field}"
         rows.append(PrecisionRun(adapter=name, verdicts={v: counted[v] for v in VERDICTS}, first_failure=why))
-        precise &= {r.trace for r in results if r.verdict == CONFORMS}
+        replayed.append(results)
         if progress:
             progress(number, len(adapters))
-    return rows, precise
+    return rows, precise_traces(corpus, replayed)
+
+
+def precise_traces(corpus: list[tuple[Path, Trace]], replayed: list[list[TraceResult]]) -> set[str]:
+    """The traces of the corpus every adapter's replay conformed to."""
+    precise = {str(path) for path, _ in corpus}
+    for results in replayed:
+        precise &= {r.trace for r in results if r.verdict == CONFORMS}
+    return precise

@@ -132,13 +132,14 @@ def as_compared(value: object) -> object:
     return value
 
 
-def _part(path: str, expected: object, actual: object) -> Difference | None:
-    """The difference between one part of the outputs (a response, a result, a state), if any."""
-    if expected == actual:  # the common case, decided without converting either side
-        return None
+def _same(expected: object, actual: object) -> bool:
+    """One part of the outputs (a response, a result, a state) is as expected, as replay compares it."""
+    return expected == actual or as_compared(msgspec.to_builtins(expected)) == as_compared(msgspec.to_builtins(actual))
+
+
+def _part(path: str, expected: object, actual: object) -> Difference:
+    """The difference between one part of the outputs that is not as expected."""
     found = differences(path, as_compared(msgspec.to_builtins(expected)), as_compared(msgspec.to_builtins(actual)))
-    if not found:
-        return None
     field, want, got = found[0]
     return Difference(field, want, got, tuple(f for f, _, _ in found), _json(expected), _json(actual))
 
@@ -151,20 +152,38 @@ def _sends_text(sends: Iterable) -> str:
     return "; ".join(f"to {s.destination}: {message_text(s.message)}" for s in sends) or "none"
 
 
-def compare(expected: Outputs, expected_state: Observed | None, actual: Outputs, observed: Observed | None) -> Difference | None:
-    """The first difference between the outputs (and state) the specification allows at a step
-    and what the adapter reported; the state only where both sides have one."""
+def differing_part(expected: Outputs, expected_state: Observed | None, actual: Outputs, observed: Observed | None) -> str | None:
+    """The first part of a step's outputs (and state) that is not as the specification allows:
+    `response`, `sends`, `append_result`, `alter_isr`, `shutdown` or `state`; the state only where
+    both sides have one. Deciding this renders nothing, since most outcomes replay weighs are
+    alternatives the node did not take."""
     if expected == actual and (expected_state is None or observed is None or expected_state == observed):
         return None  # the common case, decided without converting either side
-    if (expected.response is None) != (actual.response is None) or (
-        expected.response is not None and type(expected.response) is not type(actual.response)
-    ):
+    if type(expected.response) is not type(actual.response) or (expected.response is not None and not _same(expected.response, actual.response)):
+        return "response"
+    if expected.sends != actual.sends and Counter(map(msgspec.json.encode, expected.sends)) != Counter(map(msgspec.json.encode, actual.sends)):
+        return "sends"
+    for field in ("append_result", "alter_isr"):
+        if not _same(getattr(expected, field), getattr(actual, field)):
+            return field
+    if expected.shutdown != actual.shutdown:
+        return "shutdown"
+    if expected_state is not None and observed is not None and not _same(expected_state, observed):
+        return "state"
+    return None
+
+
+def compare(expected: Outputs, expected_state: Observed | None, actual: Outputs, observed: Observed | None) -> Difference | None:
+    """The first difference between the outputs (and state) the specification allows at a step
+    and what the adapter reported (differing_part), in words and as JSON."""
+    part = differing_part(expected, expected_state, actual, observed)
+    if part is None:
+        return None
+    if part == "response" and type(expected.response) is not type(actual.response):
         return Difference("response", _message_or_none(expected.response), _message_or_none(actual.response), ("response",), _json(expected.response), _json(actual.response))
-    if expected.response is not None and (found := _part("response", expected.response, actual.response)):
-        return found
-    want = Counter(msgspec.json.encode(s) for s in expected.sends)
-    got = Counter(msgspec.json.encode(s) for s in actual.sends)
-    if want != got:
+    if part == "sends":
+        want = Counter(msgspec.json.encode(s) for s in expected.sends)
+        got = Counter(msgspec.json.encode(s) for s in actual.sends)
         missing = [s for s in expected.sends if want[msgspec.json.encode(s)] > got[msgspec.json.encode(s)]]
         extra = [s for s in actual.sends if got[msgspec.json.encode(s)] > want[msgspec.json.encode(s)]]
         return Difference(
@@ -175,21 +194,29 @@ def compare(expected: Outputs, expected_state: Observed | None, actual: Outputs,
             _json(sorted(expected.sends, key=msgspec.json.encode)),
             _json(sorted(actual.sends, key=msgspec.json.encode)),
         )
-    for field in ("append_result", "alter_isr"):
-        if found := _part(field, getattr(expected, field), getattr(actual, field)):
-            return found
-    if expected.shutdown != actual.shutdown:
+    if part == "shutdown":
         return Difference("shutdown", str(expected.shutdown), str(actual.shutdown), ("shutdown",), _json(expected.shutdown), _json(actual.shutdown))
-    if expected_state is not None and observed is not None:
+    if part == "state":
         return _part("state", expected_state, observed)
-    return None
+    return _part(part, getattr(expected, part), getattr(actual, part))
+
+
+def expected_outputs(model: NodeModel, event: Input, outcome: Outcome, observed: Observed | None) -> tuple[Outputs, Observed | None]:
+    """What an allowed outcome of a step outputs, and its state where the adapter's was observed."""
+    return outputs_of(event, outcome.transition), (model.observe(outcome.transition.state) if observed is not None else None)
+
+
+def matches(model: NodeModel, event: Input, outcome: Outcome, actual: Outputs, observed: Observed | None) -> bool:
+    """What the adapter reported is this allowed outcome of the step."""
+    expected, expected_state = expected_outputs(model, event, outcome, observed)
+    return differing_part(expected, expected_state, actual, observed) is None
 
 
 def difference(model: NodeModel, event: Input, outcome: Outcome, actual: Outputs, observed: Observed | None) -> Difference | None:
     """The first difference between an allowed outcome of a step and what the adapter reported
     (the state compared where the adapter's was observed)."""
-    expected_state = model.observe(outcome.transition.state) if observed is not None else None
-    return compare(outputs_of(event, outcome.transition), expected_state, actual, observed)
+    expected, expected_state = expected_outputs(model, event, outcome, observed)
+    return compare(expected, expected_state, actual, observed)
 
 
 class ResponseBinder:
@@ -386,7 +413,7 @@ def replay(adapter: Adapter, trace: Trace, path: str, reading: Callable[[Any], A
             for pair in followed:
                 if pair.state not in judged:
                     judged[pair.state] = [
-                        (outcome, difference(model, event, outcome, actual, observed) is None)
+                        (outcome, matches(model, event, outcome, actual, observed))
                         for outcome in allowed_transitions(model.step, config, pair.state, event)
                     ]
             matching = [(pair, outcome) for pair in followed for outcome, matches in judged[pair.state] if matches]

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from adapters.registry import adapter_factory
-from conformance.certify.certification import MAX_JOBS, certify, summary
+from conformance.certify.certification import certify, job_count, summary
 from conformance.certify.deviation import DEFAULT_BUDGET as DEVIATION_BUDGET
 from conformance.certify.reports.terminal import print_progress, terminal_summary
 from conformance.corpus.generate import DEFAULT_PROFILE, shipped_corpora
@@ -55,9 +55,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if args.shorten_budget < 0:
         raise ConfigError(f"--shorten-budget must not be negative, got {args.shorten_budget}")
-    jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
-    if not 1 <= jobs <= MAX_JOBS:
-        raise ConfigError(f"--jobs must be between 1 and {MAX_JOBS}, got {jobs}")
+    jobs = job_count(args.jobs)
     out = Path(args.out) if args.out else default_out(args.adapter)
     live = sys.stderr.isatty() and not args.json
     corpus = selected_corpus(args)

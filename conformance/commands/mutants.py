@@ -8,6 +8,7 @@ import msgspec
 from tabulate import tabulate
 
 from adapters.mutants import MUTANTS
+from conformance.certify.certification import job_count
 from conformance.certify.mutation import MIN_CATCHING_TRACES, mutation_scores
 from conformance.corpus.generate import DEFAULT_CORPUS
 
@@ -15,7 +16,7 @@ from conformance.corpus.generate import DEFAULT_CORPUS
 def run(args: argparse.Namespace) -> int:
     if args.score:
         corpus = Path(args.corpus) if args.corpus else DEFAULT_CORPUS
-        every = mutation_scores(corpus, verify=args.verify)
+        every = mutation_scores(corpus, verify=args.verify, workers=job_count(args.jobs))
         scores = [s for s in every if s.name in MUTANTS and not s.unobservable]  # an ISR mutant cannot touch a KRaft-only corpus
         readings = [s for s in every if s.name not in MUTANTS]
         caught = sum(s.failed > 0 for s in scores)

@@ -41,18 +41,24 @@ def is_dedicated(cell: str) -> bool:
     return cell.startswith(("rule ", "reading "))
 
 
-def note_cells(first: dict[str, object], found: tuple[str, ...], where: object) -> None:
+def note_cells(first: dict[str, object], found: tuple[str, ...], where: object) -> bool:
     """A search met `found` cells at `where`: keep the first (shallowest) place of each cell, and
     of each `rule ID | outcome` cell the first CANDIDATES distinct places, as `... #1`, `#2`...
-    (generation keeps DEDICATED of them that give distinct traces)."""
+    (generation keeps DEDICATED of them that give distinct traces). Whether every one of the cells
+    now has all the places it keeps, so that meeting them again changes nothing."""
+    full = True
     for cell in found:
         if not is_dedicated(cell):
             first.setdefault(cell, where)
             continue
+        if f"{cell} #{CANDIDATES}" in first:
+            continue  # the places fill in number order: all are kept already
+        full = False
         for number in range(1, CANDIDATES + 1):
             kept = first.setdefault(f"{cell} #{number}", where)
             if kept == where:
                 break
+    return full
 
 
 def input_kind(event: Input) -> str:
@@ -160,14 +166,26 @@ def cells(model: NodeModel, config: object, before: object, event: Input) -> tup
     if stale_leader(model, before, event):
         found += [f"rule {rule} | {answered} | stale leader" for rule in transition.rules]
     seen = (outputs, model.observe(transition.state))
+    allowed = {seen}
     for other in others:
-        if (outputs_of(event, other.transition), model.observe(other.transition.state)) != seen:
-            for name, pick in other.picks:
-                if pick != choices.default(name):
-                    found += [f"choice {name}={choices.default(name)} | {where}", f"choice {name}={pick.split(':')[0]} | {where}"]
-    allowed = {seen} | {(outputs_of(event, other.transition), model.observe(other.transition.state)) for other in others}
-    found += [f"reading {name} departs" for name, step in readings(model, config) if (outputs_of(event, t := step(config, before, event)), model.observe(t.state)) not in allowed]
+        if not same_step(other.transition, transition):
+            shown = (outputs_of(event, other.transition), model.observe(other.transition.state))
+            allowed.add(shown)
+            if shown != seen:
+                for name, pick in other.picks:
+                    if pick != choices.default(name):
+                        found += [f"choice {name}={choices.default(name)} | {where}", f"choice {name}={pick.split(':')[0]} | {where}"]
+    for name, step in readings(model, config):
+        read = step(config, before, event)
+        if not same_step(read, transition) and (outputs_of(event, read), model.observe(read.state)) not in allowed:
+            found.append(f"reading {name} departs")
     return tuple(dict.fromkeys(found))
+
+
+def same_step(one: Transition, other: Transition) -> bool:
+    """The same state and outputs, so the same observations: most readings and alternatives step
+    as the default does, and this spares projecting them (the corpus search's main cost)."""
+    return one.state == other.state and one.outputs == other.outputs
 
 
 @cache

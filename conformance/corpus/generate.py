@@ -11,8 +11,6 @@ Everything is deterministic: the same configurations and options give the same b
 """
 
 import contextlib
-import multiprocessing
-import os
 import re
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -34,7 +32,7 @@ from conformance.spark.session import SparkRun
 from spec import trace as traces
 from model.config import PROFILES
 from adapters.node_models import model_for
-from adapters.process_lifetime import become_worker
+from adapters.process_lifetime import forked_map
 from model.events import Request, Restart
 from model.messages import FetchRequest
 from spec.trace import Input, Persisted, Trace, TraceCluster
@@ -118,16 +116,7 @@ def searched_in_processes(configs: list[tuple[str, CheckConfig | IsrCheckConfig]
     """Each configuration's search, in order, run in `workers` forked processes at once: the
     searches do not depend on each other (only what is kept of them does, in this process). The
     processes die with this one and are stopped when it stops reading, whatever the reason."""
-    context = multiprocessing.get_context("fork")
-    with context.Pool(min(workers, len(configs)), initializer=become_worker, initargs=(os.getpid(),)) as pool:
-        pending = [pool.apply_async(search_one, (config, search_budget(config, options))) for _name, config in configs]
-        for result in pending:
-            yield result.get()
-
-
-def search_one(config: CheckConfig | IsrCheckConfig, budget: int) -> Searched:
-    """One configuration's coverage search, in a worker process."""
-    return search(coverage_maker(config)(), budget)
+    return forked_map(lambda config: search(coverage_maker(config)(), search_budget(config, options)), [config for _name, config in configs], workers)
 
 
 def generate(

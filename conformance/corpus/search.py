@@ -83,6 +83,7 @@ def search(coverage: Coverage, max_states: int) -> Searched:
         probed.add(key)
         return True
 
+    noted: set[tuple[str, ...]] = set()  # cells whose places are all kept: met again, nothing to note
     visited: set[int] = set()
     frontier = []
     for state in system.initial_states():
@@ -95,7 +96,8 @@ def search(coverage: Coverage, max_states: int) -> Searched:
         for path, state in frontier:
             successors = list(system.successors(state))
             for within, found in coverage.places(state, successors, fresh):
-                note_cells(first, found, (path, within))
+                if found not in noted and note_cells(first, found, (path, within)):
+                    noted.add(found)
             for index, (_key, successor) in enumerate(successors):
                 fp = system.fingerprint(successor)
                 if fp not in visited:
