@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs",
         type=int,
         metavar="N",
-        help="traces replayed at once, each through an adapter (a process) of its own, 1 to 64 (default: one per core); the reports are the same for any N",
+        help="traces replayed at once, each through an adapter (a process) of its own, and deviations judged at once by the deviation search, 1 to 64 (default: one per core); the reports are the same for any N",
     )
     cert.add_argument(
         "--shorten-budget",

@@ -12,7 +12,7 @@ import pytest
 from adapters.model_adapter import ModelAdapter
 from adapters.mutants import mutant_adapter
 from conformance.certify.certification import certify
-from conformance.certify.deviation import Deviations
+from conformance.certify.deviation import Deviations, explain
 from conformance.certify.playback import Playback, replay_recorded
 from conformance.certify.replay import replay, trace_files
 from conformance.certify.reports.terminal import terminal_summary
@@ -117,3 +117,18 @@ def test_playback_judges_as_the_live_run(make):
         assert without_timing(played) == without_timing(live), path.name
         if trace.header.system == "kraft":  # the search reads KRaft traces only: ISR replicas have no profile
             assert without_timing(replay(Playback(recording), trace, str(path), reading=lambda config: read_with(config, ()))) == without_timing(live)
+
+
+def test_the_search_finds_the_same_with_any_number_of_jobs():
+    """The candidates of a round are judged in several processes at once (more than the test
+    machine's cores), and taken in order: the same deviations, the same unexplained traces."""
+    results, recorded = [], {}
+    for path in SAMPLE[:40]:
+        result, recording = replay_recorded(lambda: UnderProfile(KAFKA), path)
+        trace = traces.read(path)
+        results.append(result)
+        if trace.header.system == "kraft":
+            recorded[str(path)] = trace, recording
+    found = [explain("kip595", results, recorded, jobs=jobs) for jobs in (1, 3)]
+    assert found[0] == found[1]
+    assert found[0].explained and found[0].complete

@@ -117,7 +117,7 @@ def certify(
     profile = generated_under(corpus, read)
     deviations = None
     if recorded and concluded.departed and profile and ", " not in profile:
-        deviations = explain(profile, results, recorded, deviation_budget, progress)
+        deviations = explain(profile, results, recorded, deviation_budget, progress, jobs)
     if not timings:
         results = [msgspec.structs.replace(result, seconds=None) for result in results]
     report = Certification(

@@ -12,10 +12,12 @@ deviation the others do without. What still does not conform is unexplained: a b
 reading the catalogue does not name.
 """
 
+import contextlib
 from collections.abc import Callable
 
 import msgspec
 
+from adapters.process_lifetime import forked_map
 from conformance.certify.playback import Playback, Recording
 from conformance.certify.replay import CONFORMS, DEPARTS, TraceResult, failure_text, replay
 from model.config import Deviation, deviations, read_with
@@ -48,14 +50,20 @@ class Deviations(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Judge:
-    """Judges recorded traces under the profile read with some deviations, counting the replays."""
+    """Judges recorded traces under the profile read with some deviations, counting the replays;
+    a round's candidates are judged in `jobs` processes at once (forked_map)."""
 
-    def __init__(self, corpus: dict[str, tuple[Trace, Recording]], budget: int) -> None:
+    def __init__(self, corpus: dict[str, tuple[Trace, Recording]], budget: int, jobs: int = 1) -> None:
         self.corpus = corpus
         self.left = budget
+        self.jobs = jobs
 
     def __call__(self, chosen: tuple[Deviation, ...], paths: list[str]) -> dict[str, TraceResult]:
         self.left -= len(paths)
+        return self.judged(chosen, paths)
+
+    def judged(self, chosen: tuple[Deviation, ...], paths: list[str]) -> dict[str, TraceResult]:
+        """The traces judged under the reading, uncounted."""
         return {path: replay(Playback(self.corpus[path][1]), self.corpus[path][0], path, reading=lambda config: read_with(config, chosen)) for path in paths}
 
 
@@ -77,24 +85,28 @@ class Round:
         self.moving: list[Deviation] = []  # the single additions that changed how some trace departs
 
     def try_all(self, additions: list[tuple[Deviation, ...]]) -> bool:
-        """Judge each addition, keeping the best; False where the budget ran out first."""
-        for tried, addition in enumerate(additions, start=1):
-            if self.judge.left < len(self.unsettled) + len(self.settled):
-                return False
-            reading = (*self.chosen, *addition)
-            trial = self.judge(reading, self.unsettled)
-            if len(addition) == 1 and any(trial[path].divergence != self.now[path].divergence for path in self.unsettled):
-                self.moving.append(addition[0])
-            gained = len(conforming(trial))
-            further = sum(trial[path].steps_run - self.now[path].steps_run for path in self.unsettled)
-            if gained or further > 0:
-                checked = self.judge(reading, self.settled)
-                score = (gained - (len(self.settled) - len(conforming(checked))), further)
-                if score > self.best_score:
-                    self.best, self.best_score, self.best_results = addition, score, trial | checked
-            if self.progress:
-                self.progress("deviations", tried, len(additions), len(self.chosen))
-        return True
+        """Judge each addition, keeping the best; False where the budget ran out first. The
+        additions are judged on the unsettled traces ahead, in the judge's processes, and taken
+        in order here, so the outcome is the same for any number of them."""
+        trials = forked_map(lambda addition: self.judge.judged((*self.chosen, *addition), self.unsettled), additions, self.judge.jobs)
+        with contextlib.closing(trials):
+            for tried, (addition, trial) in enumerate(zip(additions, trials), start=1):
+                if self.judge.left < len(self.unsettled) + len(self.settled):
+                    return False
+                reading = (*self.chosen, *addition)
+                self.judge.left -= len(self.unsettled)
+                if len(addition) == 1 and any(trial[path].divergence != self.now[path].divergence for path in self.unsettled):
+                    self.moving.append(addition[0])
+                gained = len(conforming(trial))
+                further = sum(trial[path].steps_run - self.now[path].steps_run for path in self.unsettled)
+                if gained or further > 0:
+                    checked = self.judge(reading, self.settled)
+                    score = (gained - (len(self.settled) - len(conforming(checked))), further)
+                    if score > self.best_score:
+                        self.best, self.best_score, self.best_results = addition, score, trial | checked
+                if self.progress:
+                    self.progress("deviations", tried, len(additions), len(self.chosen))
+            return True
 
 
 def explain(
@@ -103,12 +115,14 @@ def explain(
     corpus: dict[str, tuple[Trace, Recording]],
     budget: int = DEFAULT_BUDGET,
     progress: Callable[[str, int, int, int], None] | None = None,
+    jobs: int = 1,
 ) -> Deviations:
     """The smallest set of deviations from `profile` the search finds under which the departing
     traces conform, given the live results and, for the KRaft traces of the profile, the trace
     and its recording by path; other departing traces are unexplained as they are.
-    `progress("deviations", tried, candidates, found)` after each candidate."""
-    judge = Judge(corpus, budget)
+    `progress("deviations", tried, candidates, found)` after each candidate; the candidates
+    judged in `jobs` processes at once, with the same outcome for any number."""
+    judge = Judge(corpus, budget, jobs)
     departing = [r.trace for r in results if r.verdict == DEPARTS and r.trace in corpus]
     kept = [r.trace for r in results if r.verdict == CONFORMS and r.trace in corpus]
     catalogue = deviations(profile)
