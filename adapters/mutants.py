@@ -55,6 +55,16 @@ class Mutant(NamedTuple):
     step: StepFunction  # same signature as the reference step of its system
     system: str = "kraft"  # the traces it changes: "kraft" (model.node.step) or "isr" (model.isr.replica.step)
 
+    @property
+    def kind(self) -> type | None:
+        """The one input kind the bug can step otherwise on (before(), after()), None for any."""
+        return getattr(self.step, "kind", None)
+
+    @property
+    def options(self) -> frozenset[str]:
+        """The options the bug switches (with_options()): it steps otherwise only where one is read."""
+        return getattr(self.step, "options", frozenset())
+
 
 def input_kind(event: Event) -> type:
     """What a mutant keys on: the message type of a request or response, else the event's type."""
@@ -69,6 +79,7 @@ def before(kind: type, adjust: Before, reference: StepFunction = nodes.step) -> 
             config, state, event = adjust(config, state, event)
         return reference(config, state, event)
 
+    mutant_step.kind = kind
     return mutant_step
 
 
@@ -79,6 +90,7 @@ def after(kind: type, adjust: After, reference: StepFunction = nodes.step) -> St
         transition = reference(config, state, event)
         return adjust(config, state, event, transition) if input_kind(event) is kind else transition
 
+    mutant_step.kind = kind
     return mutant_step
 
 
@@ -88,6 +100,7 @@ def with_options(**switches: object) -> StepFunction:
     def mutant_step(config: NodeConfig, state: NodeState, event: Event) -> Transition:
         return nodes.step(replace(config, options=replace(config.options, **switches)), state, event)
 
+    mutant_step.options = frozenset(switches)
     return mutant_step
 
 

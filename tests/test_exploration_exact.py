@@ -6,6 +6,8 @@ losses apart. None of that may change which node states and histories are reacha
 safety properties say about them, or how long each shortest counterexample is.
 """
 
+import functools
+
 import msgspec
 import pytest
 
@@ -29,10 +31,12 @@ SCENARIOS = {
 NO_LIMIT = 64  # a bound that never binds: losses are explored as steps of their own
 
 
-def naive_search(config: ClusterConfig, faults: Bounds, max_epoch: int, max_elections: int | None) -> tuple[set, dict[str, int]]:
+@functools.cache
+def naive_search(config: ClusterConfig, faults: Bounds, max_epoch: int, max_elections: int | None) -> tuple[frozenset, dict[str, int]]:
     """Breadth-first search over ClusterState itself, every loss a step, every allowed outcome of
     a node step a successor: (nodes with dead fields blanked, history) of every reachable state,
-    and the depth each property is first violated at."""
+    and the depth each property is first violated at. Remembered: a scenario's is compared with
+    the reduced search both with and without a bound on messages in flight."""
     cluster = Cluster(config, faults, every_choice=True)
     blank = {f: frozenset() for f in dead_fields(faults)}
     start = cluster.initial()
@@ -52,7 +56,7 @@ def naive_search(config: ClusterConfig, faults: Bounds, max_epoch: int, max_elec
                     seen.add(successor)
                     following.append(successor)
         frontier, depth = following, depth + 1
-    return {(tuple(msgspec.structs.replace(n, **blank) for n in s.nodes), s.history) for s in seen}, first_violated
+    return frozenset((tuple(msgspec.structs.replace(n, **blank) for n in s.nodes), s.history) for s in seen), first_violated
 
 
 @pytest.mark.parametrize("max_in_flight", [NO_LIMIT, None], ids=["losses-explored", "no-bound"])

@@ -291,24 +291,26 @@ def test_certifying_kafka_under_its_own_profile(version, profile, timeouts, verd
 
 
 @pytest.mark.parametrize(
-    "version, profile, verdicts, departed_rules",
+    "version, profile, verdicts, departed_rules, setup",
     [
-        ("3.3.2", "kafka-3.7", {"conforms": 791, "departs": 68, "not applicable": 67, "error": 0}, ["END-SEND-1", "END-SEND-2", "PROGRESS-1"]),
-        ("3.7.2", "kafka-3.7", {"conforms": 859, "departs": 0, "not applicable": 67, "error": 0}, []),
-        ("3.8.1", "kafka-3.8", {"conforms": 843, "departs": 2, "not applicable": 67, "error": 0}, ["COMMON-2", "QSTATE-2", "VOTE-REQ-4", "VOTE-REQ-4B", "VOTE-LOG-1"]),
+        ("3.3.2", "kafka-3.7", {"conforms": 791, "departs": 68, "not applicable": 67, "error": 0}, ["END-SEND-1", "END-SEND-2", "PROGRESS-1"], "static voters"),
+        ("3.7.2", "kafka-3.7", {"conforms": 859, "departs": 0, "not applicable": 67, "error": 0}, [], "static voters"),
+        ("3.8.1", "kafka-3.8", {"conforms": 843, "departs": 2, "not applicable": 67, "error": 0}, ["COMMON-2", "QSTATE-2", "VOTE-REQ-4", "VOTE-REQ-4B", "VOTE-LOG-1"], "static voters, kraft.version 0"),
     ],
 )
-def test_certifying_kafka_before_kip_853_under_its_profile(version, profile, verdicts, departed_rules, tmp_path, capsys):
+def test_certifying_kafka_before_kip_853_under_its_profile(version, profile, verdicts, departed_rules, setup, tmp_path, capsys):
     """The oldest release line and the two before KIP-853, under the profiles that read the KIP as
     3.7 and 3.8 do: 3.7.2 conforms wherever a trace applies; what departs is a Kafka defect of
     its release (kafka_build.KNOWN_DEFECTS): 3.3.2's leader that no majority fetches from keeps
     leading (KAFKA-15489: PROGRESS-1, no EndQuorumEpoch), 3.8.1's observer that voted stops
-    fetching (KAFKA-17067: the Fetch missing after its grant)."""
+    fetching (KAFKA-17067: the Fetch missing after its grant). The report names the setup: there
+    is no kraft.version before 3.8."""
     out = tmp_path / "out"
     code = cli.main(["certify", "--adapter", f"kafka:{version}", "--profile", profile, "--system", "kraft", "--out", str(out), "--shorten-budget", "0", "--no-deviations", "--json"])
     summary = json.loads(capsys.readouterr().out)
     assert (code, summary["verdicts"]) == (1 if version in kafka_build.KNOWN_DEFECTS else 0, verdicts)
     assert summary["rules_failed"] == departed_rules
+    assert summary["implementation"].startswith(f"Apache Kafka {version} KafkaRaftClient ({setup}); RPC versions: ")
     departed = [result for result in json.loads((out / "report.json").read_text())["results"] if result["verdict"] == "departs"]
     if version == "3.3.2":
         assert all("PROGRESS-1" in result["divergence"]["rules"] and result["divergence"]["input"] == "progress_timeout fires" for result in departed)

@@ -8,7 +8,11 @@ aimed at catching each.
 """
 
 from functools import cache, partial
+from typing import NamedTuple
 
+import msgspec
+
+from adapters import mutants
 from adapters.mutants import MUTANTS
 from adapters.node_models import NodeModel, StepFunction, model_for, outputs_of
 from conformance.explore.kraft_system import request_epoch
@@ -175,10 +179,13 @@ def cells(model: NodeModel, config: object, before: object, event: Input) -> tup
                 for name, pick in other.picks:
                     if pick != choices.default(name):
                         found += [f"choice {name}={choices.default(name)} | {where}", f"choice {name}={pick.split(':')[0]} | {where}"]
-    for name, step in readings(model, config):
-        read = step(config, before, event)
+    touched = Touched(model.step, config, before, event, frozenset(default.consulted))
+    for reading in readings(model, config):
+        if not reading.may_differ(touched):
+            continue
+        read = reading.step(config, before, event)
         if not same_step(read, transition) and (outputs_of(event, read), model.observe(read.state)) not in allowed:
-            found.append(f"reading {name} departs")
+            found.append(f"reading {reading.name} departs")
     return tuple(dict.fromkeys(found))
 
 
@@ -188,13 +195,69 @@ def same_step(one: Transition, other: Transition) -> bool:
     return one.state == other.state and one.outputs == other.outputs
 
 
+class OptionsRead:
+    """A node's options that note which of them a step reads."""
+
+    def __init__(self, options: object) -> None:
+        self.options = options
+        self.read: set[str] = set()
+
+    def __getattr__(self, name: str) -> object:
+        self.read.add(name)
+        return getattr(self.options, name)
+
+
+class Touched:
+    """What one node step depends on, as far as a reading can change it: its input kind, the
+    choice points the default consulted, and (found when first asked, by stepping once more)
+    the options it read. The model is deterministic, so a step that never reads an option or
+    consults a point steps the same whatever that option's value or that point's pick."""
+
+    def __init__(self, step: StepFunction, config: object, state: object, event: Input, consulted: frozenset[str]) -> None:
+        self.kind = mutants.input_kind(event)
+        self.consulted = consulted
+        self.step, self.config, self.state, self.event = step, config, state, event
+        self.read: frozenset[str] | None = None
+
+    @property
+    def options(self) -> frozenset[str]:
+        if self.read is None:
+            trail = OptionsRead(self.config.options)
+            self.step(msgspec.structs.replace(self.config, options=trail), self.state, self.event)
+            self.read = frozenset(trail.read)
+        return self.read
+
+
+class Reading(NamedTuple):
+    """A way a node could step otherwise (a seeded bug, another reading of its profile), and
+    where alone it can: on one input kind, where the step reads one of some options, or where it
+    consults one of some choice points. Elsewhere it steps as the reference does and is not run
+    (the corpus search's main cost was running them all at every step)."""
+
+    name: str
+    step: StepFunction
+    kind: type | None = None
+    options: frozenset[str] = frozenset()
+    points: frozenset[str] = frozenset()
+
+    def may_differ(self, touched: Touched) -> bool:
+        if self.kind is not None and touched.kind is not self.kind:
+            return False
+        if self.points and not self.points & touched.consulted:
+            return False
+        return not self.options or bool(self.options & touched.options)
+
+
 @cache
-def readings(model: NodeModel, config: object) -> list[tuple[str, StepFunction]]:
+def readings(model: NodeModel, config: object) -> list[Reading]:
     """What the corpus must catch at a node of this system: every seeded bug (adapters/mutants.py)
     and, under a Kafka profile, its other readings (model.config.other_readings), as steps."""
-    found = [(f"mutant {mutant.name}", mutant.step) for mutant in MUTANTS.values() if mutant.system == model.system]
+    found = [Reading(f"mutant {mutant.name}", mutant.step, mutant.kind, mutant.options) for mutant in MUTANTS.values() if mutant.system == model.system]
     if model.system == "kraft":
-        found += [(name, partial(reread, reading)) for name, reading in other_readings(config).items()]
+        for name, reading in other_readings(config).items():
+            options = frozenset(f for f in reading.options.__struct_fields__ if getattr(reading.options, f) != getattr(config.options, f))
+            points = frozenset(point for point, _ in reading.choices.picks if reading.choices.pick(point) != config.choices.pick(point))
+            found.append(Reading(name, partial(reread, reading), options=options, points=points))
     return found
 
 

@@ -94,7 +94,7 @@ class IsrCoverage:
             return request_probes(node, self.partition.ids, state.replicas[position])
         return answer_probes(network.envelopes(state.network)[message_index], node)
 
-    def places(self, state: PartitionState, successors: list, fresh: Callable[[ProbeKey], bool]) -> Iterator[tuple[tuple, tuple[str, ...]]]:
+    def places(self, state: PartitionState, handles: list, fresh: Callable[[ProbeKey], bool]) -> Iterator[tuple[tuple, tuple[str, ...]]]:
         by_position: dict[int, list[tuple[tuple, Input]]] = {}
         for key, position, message_index in self.probe_keys(state):
             if fresh(key):
@@ -102,7 +102,7 @@ class IsrCoverage:
         for position, probes in by_position.items():
             for within, event in distinct_events(probes):
                 yield within, self._step_cells(position, state.replicas[position], event)
-        for index, (action, _successor) in enumerate(successors):
+        for index, (action, _successor) in enumerate(handles):
             stepped: dict[int, tuple[str, ...]] = {}  # by replica, in the order the action steps them: a replica stepped twice is one place
             for node, event in self.partition.apply(state, action).inputs:
                 position = self.partition.index[node]

@@ -139,7 +139,7 @@ class KraftCoverage:
         envelope = system.messages.values[self._messages(state)[message_index]]
         return message_probes(envelope, cluster.ids[position], cluster.config.voters, cluster.config.observers)
 
-    def places(self, state: tuple[int, ...], successors: list, fresh: Callable[[ProbeKey], bool]) -> Iterator[tuple[tuple, tuple[str, ...]]]:
+    def places(self, state: tuple[int, ...], handles: list, fresh: Callable[[ProbeKey], bool]) -> Iterator[tuple[tuple, tuple[str, ...]]]:
         system = self.system
         cluster = system.cluster
         by_position: dict[int, list[tuple[tuple, Input]]] = {}
@@ -150,7 +150,8 @@ class KraftCoverage:
             node = system.nodes.values[state[position]]
             for within, event in distinct_events(probes):
                 yield within, cells(KRAFT, cluster.node_configs[position], node, event)
-        for index, (key, _successor) in enumerate(successors):
+        for index, handle in enumerate(handles):
+            key = system.key(handle)
             if key[0] != "drop":
                 node, event = event_of(system.action(key))
                 position = cluster.index[node]

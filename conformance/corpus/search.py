@@ -37,9 +37,10 @@ class Coverage(Protocol):
         probes), in the order its probes are delivered."""
         ...
 
-    def places(self, state: object, successors: list[tuple[object, object]], fresh: Callable[[ProbeKey], bool]) -> Iterator[tuple[tuple, tuple[str, ...]]]:
+    def places(self, state: object, handles: list, fresh: Callable[[ProbeKey], bool]) -> Iterator[tuple[tuple, tuple[str, ...]]]:
         """The places inside a state with the cells met there, each place once and in increasing
-        order (the scan order): the probes whose keys are `fresh` here, then the steps to its successors."""
+        order (the scan order): the probes whose keys are `fresh` here, then the steps to its
+        successors (`handles`, as the system's expand() gives them)."""
         ...
 
     def node_inputs(self, keys: list, state: object, within: tuple) -> NodeInputs:
@@ -94,15 +95,14 @@ def search(coverage: Coverage, max_states: int) -> Searched:
     while frontier and len(visited) < max_states:
         level = []
         for path, state in frontier:
-            successors = list(system.successors(state))
-            for within, found in coverage.places(state, successors, fresh):
+            fps, handles = system.expand(state)
+            for within, found in coverage.places(state, handles, fresh):
                 if found not in noted and note_cells(first, found, (path, within)):
                     noted.add(found)
-            for index, (_key, successor) in enumerate(successors):
-                fp = system.fingerprint(successor)
+            for index, fp in enumerate(fps):
                 if fp not in visited:
                     visited.add(fp)
-                    level.append((extend(path, index), successor))
+                    level.append((extend(path, index), system.reach(handles[index])))
         frontier = level
     return Searched(first, len(visited), not frontier)
 

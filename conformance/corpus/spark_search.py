@@ -94,8 +94,7 @@ def _places(making: tuple, records: Iterable[tuple]) -> Iterator[tuple[str, list
     kept: dict[str, list] = {}
     for fp, path, packed in states:
         state = system.unpack(packed)
-        successors = list(system.successors(state))
-        for within, found in coverage.places(state, successors, won.get(fp, set()).__contains__):
+        for within, found in coverage.places(state, system.expand(state)[1], won.get(fp, set()).__contains__):
             place = (path, within)
             for cell in found:
                 first = kept.setdefault(cell, [])

@@ -46,6 +46,9 @@ class System(Protocol):
     def reach(self, handle) -> object:
         """The state an expand() handle stands for."""
 
+    def key(self, handle) -> object:
+        """The action an expand() handle stands for, as successors() gives it."""
+
     def fingerprint(self, state) -> int:
         """Equal for states that are the same up to symmetry; the same in every process."""
 

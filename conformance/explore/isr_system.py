@@ -42,12 +42,15 @@ class IsrSystem:
         for action in self.partition.enabled(state):
             yield action, self.partition.apply(state, action).state
 
-    def expand(self, state: PartitionState) -> tuple[list[int], list[PartitionState]]:
-        states = [successor for _action, successor in self.successors(state)]
-        return [stable_fingerprint(s) for s in states], states
+    def expand(self, state: PartitionState) -> tuple[list[int], list[tuple[Action, PartitionState]]]:
+        handles = list(self.successors(state))
+        return [stable_fingerprint(successor) for _action, successor in handles], handles
 
-    def reach(self, handle: PartitionState) -> PartitionState:
-        return handle  # expand() gives the states themselves
+    def reach(self, handle: tuple[Action, PartitionState]) -> PartitionState:
+        return handle[1]  # expand() gives the states themselves, with their actions
+
+    def key(self, handle: tuple[Action, PartitionState]) -> Action:
+        return handle[0]
 
     def fingerprint(self, state: PartitionState) -> int:
         return stable_fingerprint(state)

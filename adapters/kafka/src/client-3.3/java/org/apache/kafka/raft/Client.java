@@ -27,6 +27,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * src/client-3.8 or src/client-3.9 (property kraftcheck.client); all have the same methods.
  */
 final class Client {
+    /** How the client is set up, for the reports: there is no kraft.version before 3.8. */
+    static final String SETUP = "static voters";
     static final CompressionType NO_COMPRESSION = CompressionType.NONE;
 
     private Client() {

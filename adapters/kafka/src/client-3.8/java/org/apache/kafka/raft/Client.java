@@ -29,6 +29,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * src/client-3.3 (property kraftcheck.client); all have the same methods.
  */
 final class Client {
+    /** How the client is set up, for the reports: its quorum-state file carries the kraft.version. */
+    static final String SETUP = "static voters, kraft.version 0";
     static final Compression NO_COMPRESSION = Compression.NONE;
 
     private Client() {

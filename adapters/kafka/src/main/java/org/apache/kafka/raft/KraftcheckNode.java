@@ -122,7 +122,7 @@ public final class KraftcheckNode {
 
     /** What the reports name: the release, how the client is set up, the RPC versions, the timeouts. */
     private String implementation() {
-        return "Apache Kafka " + AppInfoParser.getVersion() + " KafkaRaftClient (static voters, kraft.version 0); RPC versions: "
+        return "Apache Kafka " + AppInfoParser.getVersion() + " KafkaRaftClient (" + Client.SETUP + "); RPC versions: "
             + Messages.rpcVersions() + "; " + timeouts.describe();
     }
 
