@@ -372,6 +372,21 @@ class Timing(msgspec.Struct, frozen=True, kw_only=True):
     retry_backoff_max_ms: int = 1000
 
 
+class OptionsRead:
+    """A node's options that note which of them are read: put in a NodeConfig's place of its
+    Options, they tell which options a step depended on. The model is deterministic, so a step
+    that never read an option steps the same whatever its value (what the corpus search and the
+    deviation search skip on)."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.read: set[str] = set()
+
+    def __getattr__(self, name: str) -> object:
+        self.read.add(name)
+        return getattr(self.options, name)
+
+
 class NodeConfig(msgspec.Struct, frozen=True, kw_only=True):
     """What one node knows statically: who it is, the voters, its cached cluster id, options."""
 

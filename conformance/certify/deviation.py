@@ -7,20 +7,23 @@ another profile's value, a pinned point at another alternative), so the implemen
 The search is greedy: it adds the deviation under which the most traces conform (ties: the one
 letting departing traces run furthest, then name order), while one helps. Where none helps
 alone, it tries pairs, one of which changed how some trace departs (Kafka's first Fetch, to
-itself, needs both unattached_discovery and discovery_includes_self). Last, it drops each
+itself, needs both unattached_discovery and discovery_includes_self); a pair is not judged
+again where one of its deviations, judged alone, read no option and consulted no point the
+other sets, since the model is deterministic and the pair then judges as that one. Last, it drops each
 deviation the others do without. What still does not conform is unexplained: a bug, or a
 reading the catalogue does not name.
 """
 
 import contextlib
 from collections.abc import Callable
+from typing import NamedTuple
 
 import msgspec
 
 from adapters.process_lifetime import forked_map
 from conformance.certify.playback import Playback, Recording
 from conformance.certify.replay import CONFORMS, DEPARTS, TraceResult, failure_text, replay
-from model.config import Deviation, deviations, read_with
+from model.config import Deviation, NodeConfig, Options, OptionsRead, deviations, read_with
 from spec.trace import Trace
 
 DEFAULT_BUDGET = 1_000_000  # trace replays the search may spend; past it, it reports what it has found
@@ -64,7 +67,39 @@ class Judge:
 
     def judged(self, chosen: tuple[Deviation, ...], paths: list[str]) -> dict[str, TraceResult]:
         """The traces judged under the reading, uncounted."""
-        return {path: replay(Playback(self.corpus[path][1]), self.corpus[path][0], path, reading=lambda config: read_with(config, chosen)) for path in paths}
+        return self.trial(chosen, paths).results
+
+    def trial(self, chosen: tuple[Deviation, ...], paths: list[str]) -> "Trial":
+        """The traces judged under the reading, uncounted, each with the options its judging read
+        and the choice points it consulted."""
+        results, touched = {}, {}
+        for path in paths:
+            trails: list[OptionsRead] = []
+            points: set[str] = set()
+
+            def reading(config: NodeConfig) -> NodeConfig:
+                read = read_with(config, chosen)
+                trails.append(OptionsRead(read.options))
+                return msgspec.structs.replace(read, options=trails[-1])
+
+            results[path] = replay(Playback(self.corpus[path][1]), self.corpus[path][0], path, reading=reading, consulted=points)
+            touched[path] = (frozenset(name for trail in trails for name in trail.read), frozenset(points))
+        return Trial(results, touched)
+
+
+class Trial(NamedTuple):
+    """Traces judged under a reading, and per trace the options read and the points consulted
+    judging it: a deviation that sets none of them, added, judges that trace the same."""
+
+    results: dict[str, TraceResult]
+    touched: dict[str, tuple[frozenset[str], frozenset[str]]]
+
+    def touching(self, deviation: Deviation) -> list[str]:
+        """The traces whose judging read the option the deviation sets, or consulted the point it pins."""
+        return [path for path, (options, points) in self.touched.items() if deviation.option in options or deviation.point in points]
+
+    def merged(self, other: "Trial") -> "Trial":
+        return Trial(self.results | other.results, self.touched | other.touched)
 
 
 def conforming(results: dict[str, TraceResult]) -> set[str]:
@@ -83,14 +118,32 @@ class Round:
         self.best_score = (0, 0)  # traces conforming more, steps run further in those that do not
         self.best_results: dict[str, TraceResult] = {}
         self.moving: list[Deviation] = []  # the single additions that changed how some trace departs
+        self.singles: dict[Deviation, Trial] = {}  # each single addition's trial on the unsettled traces
+
+    def plan(self, addition: tuple[Deviation, ...]) -> tuple[Trial, list[str]]:
+        """What judging an addition takes: a pair judges as one of its deviations alone (judged
+        in the singles) on each trace whose judging did not touch what the other sets, so only
+        the rest is judged again; the trial it starts from, and the traces to judge."""
+        plans = [(Trial({}, {}), self.unsettled)]
+        if len(addition) == 2:
+            plans += [(self.singles[alone], self.singles[alone].touching(other)) for alone, other in (addition, addition[::-1]) if alone in self.singles]
+        return min(plans, key=lambda plan: len(plan[1]))
 
     def try_all(self, additions: list[tuple[Deviation, ...]]) -> bool:
         """Judge each addition, keeping the best; False where the budget ran out first. The
         additions are judged on the unsettled traces ahead, in the judge's processes, and taken
-        in order here, so the outcome is the same for any number of them."""
-        trials = forked_map(lambda addition: self.judge.judged((*self.chosen, *addition), self.unsettled), additions, self.judge.jobs)
-        with contextlib.closing(trials):
-            for tried, (addition, trial) in enumerate(zip(additions, trials), start=1):
+        in order here, so the outcome is the same for any number of them. A pair is judged again
+        only on the traces where it may judge otherwise than one of its deviations alone (plan),
+        and counts as judged on all."""
+        plans = [self.plan(addition) for addition in additions]
+        judging = [((*self.chosen, *addition), paths) for addition, (_, paths) in zip(additions, plans) if paths]
+        judged = forked_map(lambda item: self.judge.trial(*item), judging, self.judge.jobs)
+        with contextlib.closing(judged):
+            for tried, (addition, (start, paths)) in enumerate(zip(additions, plans), start=1):
+                found = start.merged(next(judged)) if paths else start
+                if len(addition) == 1:
+                    self.singles[addition[0]] = found
+                trial = found.results
                 if self.judge.left < len(self.unsettled) + len(self.settled):
                     return False
                 reading = (*self.chosen, *addition)

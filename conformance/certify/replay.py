@@ -354,7 +354,7 @@ def choice_divergence(step: int, said: str, followed: Followed, outcome: Outcome
     )
 
 
-def replay(adapter: Adapter, trace: Trace, path: str, reading: Callable[[Any], Any] | None = None, run_on: bool = False) -> TraceResult:
+def replay(adapter: Adapter, trace: Trace, path: str, reading: Callable[[Any], Any] | None = None, run_on: bool = False, consulted: set[str] | None = None) -> TraceResult:
     """Run one trace through an adapter, judging each step against every outcome the
     specification allows (model/choices.py) and following the node's choice, held to the
     alternative it first took at each one-way point; stop judging at the first departure or
@@ -364,7 +364,9 @@ def replay(adapter: Adapter, trace: Trace, path: str, reading: Callable[[Any], A
     (conformance/certify/deviation.py judges recorded answers under other readings). With
     `run_on`, a departing trace's remaining inputs are still delivered, unjudged, so that a
     recording adapter holds the implementation's answers to the whole trace: every input is the
-    trace's, bound to what the node sent (ResponseBinder), whatever the reading."""
+    trace's, bound to what the node sent (ResponseBinder), whatever the reading. `consulted`
+    collects the choice points the judged steps consulted (the deviation search skips pinning
+    one that none did)."""
     header = trace.header
     start = time.perf_counter()
     passed_rules: set[str] = set()
@@ -419,6 +421,8 @@ def replay(adapter: Adapter, trace: Trace, path: str, reading: Callable[[Any], A
             matching = [(pair, outcome) for pair in followed for outcome, matches in judged[pair.state] if matches]
             consistent = [(pair, outcome) for pair, outcome in matching if conflict(pair, outcome) is None]
             outcomes = [outcome for found in judged.values() for outcome, _ in found]
+            if consulted is not None:
+                consulted.update(name for outcome in outcomes for name in outcome.consulted)
             if matching and not consistent:
                 divergence = choice_divergence(step.step, said, *matching[0])
                 if run_on:

@@ -17,7 +17,7 @@ from adapters.mutants import MUTANTS
 from adapters.node_models import NodeModel, StepFunction, model_for, outputs_of
 from conformance.explore.kraft_system import request_epoch
 from model import node as nodes
-from model.config import NodeConfig, other_readings
+from model.config import NodeConfig, OptionsRead, other_readings
 from model.events import Request, Response, Restart, Timer
 from model.isr.state import LeaderAndIsr
 from model.messages import REQUEST_TYPES, FetchResponse, OffsetsForLeaderEpochResponse
@@ -193,18 +193,6 @@ def same_step(one: Transition, other: Transition) -> bool:
     """The same state and outputs, so the same observations: most readings and alternatives step
     as the default does, and this spares projecting them (the corpus search's main cost)."""
     return one.state == other.state and one.outputs == other.outputs
-
-
-class OptionsRead:
-    """A node's options that note which of them a step reads."""
-
-    def __init__(self, options: object) -> None:
-        self.options = options
-        self.read: set[str] = set()
-
-    def __getattr__(self, name: str) -> object:
-        self.read.add(name)
-        return getattr(self.options, name)
 
 
 class Touched:
