@@ -59,6 +59,14 @@ def naive_search(config: ClusterConfig, faults: Bounds, max_epoch: int, max_elec
     return frozenset((tuple(msgspec.structs.replace(n, **blank) for n in s.nodes), s.history) for s in seen), first_violated
 
 
+@pytest.fixture(scope="module", autouse=True)
+def forget_naive_searches():
+    """The remembered naive searches hold every state they reached: freed with this module, so
+    that the rest of the session does not carry them."""
+    yield
+    naive_search.cache_clear()
+
+
 @pytest.mark.parametrize("max_in_flight", [NO_LIMIT, None], ids=["losses-explored", "no-bound"])
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_reduced_exploration_reaches_exactly_the_naive_node_states_and_histories(name, max_in_flight):
