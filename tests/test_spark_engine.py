@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -252,20 +253,30 @@ def test_a_spark_error_outside_a_job_is_one_line(monkeypatch, capsys):
     assert capsys.readouterr().err == "kraftcheck: Spark failed: An error occurred while calling o42.stop\n"
 
 
-def spark_processes() -> set[str]:
-    """The pids of Spark's JVMs and Python worker daemons on this machine."""
-    return set(subprocess.run(["pgrep", "-f", "pyspark"], capture_output=True, text=True).stdout.split())
+def spark_processes(marker: str) -> set[int]:
+    """The live Spark JVMs and Python worker daemons that inherited `marker` in their environment:
+    this test's own, whatever else runs on the machine (another test's session, in parallel)."""
+    found = set()
+    for pid in subprocess.run(["pgrep", "-f", "pyspark"], capture_output=True, text=True).stdout.split():
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                found.add(int(pid))
+        except OSError:  # gone meanwhile, or not ours to read
+            pass
+    return found
 
 
 def test_an_interrupted_search_on_spark_prints_what_it_explored_and_leaves_no_process(tmp_path):
-    before = spark_processes()  # this module's own session's
+    marker = f"KRAFTCHECK_TEST_RUN={tmp_path}"
     command = [sys.executable, "-m", "conformance.cli", "check", "--config", "faults", "--engine", "spark", "--spark-master", "local[2]", "--out", str(tmp_path / "out")]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    environment = {**os.environ, "KRAFTCHECK_TEST_RUN": str(tmp_path)}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
     try:
         seen = []
         for line in process.stderr:
             seen.append(line)
             if line.strip().startswith("level 5:"):
+                running = spark_processes(marker)  # the JVM and its Python workers, found by the marker
                 process.send_signal(signal.SIGINT)
                 break
         out, err = process.communicate(timeout=120)
@@ -276,10 +287,11 @@ def test_an_interrupted_search_on_spark_prints_what_it_explored_and_leaves_no_pr
     assert re.search(r"^exhaustive\s+no \(interrupted\)$", out, re.MULTILINE), out
     assert "kraftcheck: interrupted; the summary covers the states explored so far" in err
     assert "Traceback" not in err and "ERROR" not in err, err
+    assert running, "no Spark process carried the test's marker: the check below would see nothing"
     deadline = time.monotonic() + 15  # a JVM takes a moment to see its end of the pipe
-    while spark_processes() - before and time.monotonic() < deadline:
+    while spark_processes(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not spark_processes() - before
+    assert not spark_processes(marker)
 
 
 def test_py4j_failing_while_it_cleans_up_after_an_interrupt_is_the_interrupt():
