@@ -9,6 +9,8 @@ import pytest
 
 from conformance.explore.visited import SEGMENTS, Board, Table, Visited
 
+HANG_SECONDS = 600  # a hang guard only: under a loaded machine (the suite runs a test file per core) a worker takes minutes
+
 
 def levels_of_candidates(seed: int, levels: int, per_level: int, universe: int) -> list[list[tuple[int, int]]]:
     """Random (fingerprint, parent) candidates with many repeats, some of them 0 or negative."""
@@ -110,13 +112,13 @@ def test_processes_sharing_a_table_find_each_state_new_once_and_its_smallest_par
     news, parents = reference(levels)
     context = multiprocessing.get_context("fork")
     table = Table(tmp_path, on_disk=on_disk, capacity=4, board=Board(context))  # small: segments grow, by one process or another
-    barrier = context.Barrier(count, timeout=60)
+    barrier = context.Barrier(count, timeout=HANG_SECONDS)
     ends = [context.Pipe() for _ in range(count)]
     workers = [context.Process(target=offer_shared, args=(index, count, table, tmp_path, levels, barrier, ends[index][1])) for index in range(count)]
     for worker in workers:
         worker.start()
     try:
-        answers = [ends[index][0].recv() if ends[index][0].poll(60) else pytest.fail(f"worker {index} did not answer") for index in range(count)]
+        answers = [ends[index][0].recv() if ends[index][0].poll(HANG_SECONDS) else pytest.fail(f"worker {index} did not answer") for index in range(count)]
     finally:
         for worker in workers:
             worker.join(10)
