@@ -267,16 +267,17 @@ def spark_processes(marker: str) -> set[int]:
 
 
 def test_an_interrupted_search_on_spark_prints_what_it_explored_and_leaves_no_process(tmp_path):
-    marker = f"KRAFTCHECK_TEST_RUN={tmp_path}"
+    marker = f"KRAFTCHECK_TEST_RUN={tmp_path}"  # inherited by the JVM and its Python workers
+    running: set[int] = set()
     command = [sys.executable, "-m", "conformance.cli", "check", "--config", "faults", "--engine", "spark", "--spark-master", "local[2]", "--out", str(tmp_path / "out")]
-    environment = {**os.environ, "KRAFTCHECK_TEST_RUN": str(tmp_path)}
+    environment = {**os.environ, **dict([marker.split("=", 1)])}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
     try:
         seen = []
         for line in process.stderr:
             seen.append(line)
             if line.strip().startswith("level 5:"):
-                running = spark_processes(marker)  # the JVM and its Python workers, found by the marker
+                running = spark_processes(marker)
                 process.send_signal(signal.SIGINT)
                 break
         out, err = process.communicate(timeout=120)
