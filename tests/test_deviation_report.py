@@ -12,7 +12,8 @@ import pytest
 from adapters.model_adapter import ModelAdapter
 from adapters.mutants import mutant_adapter
 from conformance.certify.certification import certify
-from conformance.certify.deviation import Deviations, Round, Trial, explain
+from conformance.certify import deviation
+from conformance.certify.deviation import Deviations, Trial, explain
 from conformance.certify.playback import Playback, replay_recorded
 from conformance.certify.replay import replay, trace_files
 from conformance.certify.reports.terminal import terminal_summary
@@ -141,21 +142,23 @@ def test_the_search_finds_the_same_with_any_number_of_jobs():
     assert found[0].explained and found[0].complete
 
 
-def test_a_pair_judged_again_only_where_it_may_judge_otherwise_finds_the_same(monkeypatch):
-    """A pair of deviations is judged again only on the traces where one of them, judged alone,
-    read the option or consulted the point the other sets: the search finds what judging every
-    pair on every trace finds. Under kafka-4.3 the whole sample needs pairs tried."""
+def test_a_trace_judged_again_only_where_a_candidate_may_judge_it_otherwise_finds_the_same(monkeypatch):
+    """A trace is judged again under a candidate reading only where its judging under the reading
+    chosen so far (or, for a pair, under one of its deviations alone) read the option or consulted
+    the point the candidate sets otherwise: the search finds what judging every candidate on every
+    trace finds. Under kafka-4.3 the whole sample needs pairs tried."""
     results, recorded = recorded_sample("kafka-4.3", len(SAMPLE))
-    planned = Round.plan
-    shortened = []
+    reuse = deviation.reused
+    taken, judged = [], []
 
-    def counted(self, addition):
-        start, paths = planned(self, addition)
-        shortened.append(len(paths) < len(self.unsettled))
-        return start, paths
+    def counted(known, reading, paths):
+        trial, left = reuse(known, reading, paths)
+        taken.append(len(trial.results))
+        judged.append(len(left))
+        return trial, left
 
-    monkeypatch.setattr(Round, "plan", counted)
+    monkeypatch.setattr(deviation, "reused", counted)
     found = explain("kip595", results, recorded)
-    assert sum(shortened) > 0 and not all(shortened)
-    monkeypatch.setattr(Round, "plan", lambda self, addition: (Trial({}, {}), self.unsettled))
+    assert sum(taken) > sum(judged) > 0  # most judging is saved, and some is still done
+    monkeypatch.setattr(deviation, "reused", lambda known, reading, paths: (Trial(reading, {}, {}), list(paths)))
     assert explain("kip595", results, recorded) == found

@@ -7,6 +7,7 @@ Spark needs Java; without it these tests skip and say so.
 
 import functools
 import json
+import logging
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ from conformance.explore.check import system_for
 from conformance.explore.configs import resolve
 from conformance.explore.engine import SearchInterrupted, explore
 from conformance.explore.spark_engine import explore_spark
-from conformance.spark.session import SparkOptions, SparkUnavailable, _check_executors, _failures_explained, spark_session
+from conformance.spark.session import SparkOptions, SparkUnavailable, _check_executors, _failures_explained, _py4j_quiet, spark_session
 from conformance.spark.standalone import StandaloneCluster
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH: Spark cannot start (scripts/bootstrap installs it)")
@@ -264,6 +265,20 @@ def spark_processes(marker: str) -> set[int]:
         except OSError:  # gone meanwhile, or not ours to read
             pass
     return found
+
+
+def test_py4j_logs_nothing_while_a_session_lives_its_stop_included(caplog):
+    """An interrupt that cuts the gateway's shutdown short makes Py4J log a traceback on its own
+    logger ("Exception occurred while shutting down connection") and on the root logger: while a
+    session lives, and as it stops, neither reaches the user; afterwards Py4J logs as before."""
+    caplog.set_level(logging.DEBUG)
+    raising = os.sep.join(("", "site-packages", "py4j", "clientserver.py"))
+    with _py4j_quiet():
+        logging.getLogger("py4j.clientserver").error("Exception occurred while shutting down connection")
+        logging.getLogger().handle(logging.makeLogRecord({"msg": "An error occurred while trying to connect", "levelno": logging.ERROR, "pathname": raising}))
+    assert caplog.records == []
+    logging.getLogger("py4j.clientserver").error("after the session")
+    assert [record.getMessage() for record in caplog.records] == ["after the session"]
 
 
 def test_an_interrupted_search_on_spark_prints_what_it_explored_and_leaves_no_process(tmp_path):

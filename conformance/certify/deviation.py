@@ -7,11 +7,14 @@ another profile's value, a pinned point at another alternative), so the implemen
 The search is greedy: it adds the deviation under which the most traces conform (ties: the one
 letting departing traces run furthest, then name order), while one helps. Where none helps
 alone, it tries pairs, one of which changed how some trace departs (Kafka's first Fetch, to
-itself, needs both unattached_discovery and discovery_includes_self); a pair is not judged
-again where one of its deviations, judged alone, read no option and consulted no point the
-other sets, since the model is deterministic and the pair then judges as that one. Last, it drops each
+itself, needs both unattached_discovery and discovery_includes_self). Last, it drops each
 deviation the others do without. What still does not conform is unexplained: a bug, or a
 reading the catalogue does not name.
+
+The model is deterministic, so a trace whose judging under one reading read no option and
+consulted no point that another reading sets otherwise judges the same under both: a trace is
+judged again only where a candidate may change its verdict (Trial.judges_alike), which leaves
+the search's steps, its budget and its outcome as if every trace were judged every time.
 """
 
 import contextlib
@@ -52,24 +55,56 @@ class Deviations(msgspec.Struct, frozen=True, kw_only=True):
     complete: bool  # False: the budget ran out, and the search stopped where it was
 
 
+class Trial(NamedTuple):
+    """Traces judged under a reading, each with the options its judging read and the choice points
+    it consulted. The model is deterministic: under another reading that sets none of them
+    otherwise, a trace judges the same, so it need not be judged again."""
+
+    reading: frozenset[Deviation]
+    results: dict[str, TraceResult]
+    touched: dict[str, tuple[frozenset[str], frozenset[str]]]
+
+    def judges_alike(self, path: str, reading: frozenset[Deviation]) -> bool:
+        """Whether `path`, judged here, judges the same under `reading`: its judging read no option
+        and consulted no point that the two readings set otherwise."""
+        options, points = self.touched[path]
+        return not any(d.option in options or d.point in points for d in self.reading ^ reading)
+
+    def merged(self, other: "Trial") -> "Trial":
+        return Trial(self.reading, self.results | other.results, self.touched | other.touched)
+
+
+def reused(known: list[Trial], reading: frozenset[Deviation], paths: list[str]) -> tuple[Trial, list[str]]:
+    """What trials already made say of `paths` under `reading` (each trace taken from the first
+    that judges it alike), and the traces left to judge."""
+    results, touched, left = {}, {}, []
+    for path in paths:
+        source = next((trial for trial in known if path in trial.touched and trial.judges_alike(path, reading)), None)
+        if source is None:
+            left.append(path)
+        else:
+            results[path], touched[path] = source.results[path], source.touched[path]
+    return Trial(reading, results, touched), left
+
+
 class Judge:
     """Judges recorded traces under the profile read with some deviations, counting the replays;
-    a round's candidates are judged in `jobs` processes at once (forked_map)."""
+    a round's candidates are judged in `jobs` processes at once (forked_map). `reference` is a
+    trial of the reading chosen so far, on every trace judged: a trace that judges alike under
+    another reading is taken from it instead of judged again, and still counted."""
 
     def __init__(self, corpus: dict[str, tuple[Trace, Recording]], budget: int, jobs: int = 1) -> None:
         self.corpus = corpus
         self.left = budget
         self.jobs = jobs
+        self.reference = Trial(frozenset(), {}, {})
 
-    def __call__(self, chosen: tuple[Deviation, ...], paths: list[str]) -> dict[str, TraceResult]:
+    def __call__(self, chosen: tuple[Deviation, ...], paths: list[str]) -> Trial:
         self.left -= len(paths)
-        return self.judged(chosen, paths)
+        known, left = reused([self.reference], frozenset(chosen), paths)
+        return known.merged(self.trial(chosen, left))
 
-    def judged(self, chosen: tuple[Deviation, ...], paths: list[str]) -> dict[str, TraceResult]:
-        """The traces judged under the reading, uncounted."""
-        return self.trial(chosen, paths).results
-
-    def trial(self, chosen: tuple[Deviation, ...], paths: list[str]) -> "Trial":
+    def trial(self, chosen: tuple[Deviation, ...], paths: list[str]) -> Trial:
         """The traces judged under the reading, uncounted, each with the options its judging read
         and the choice points it consulted."""
         results, touched = {}, {}
@@ -84,22 +119,7 @@ class Judge:
 
             results[path] = replay(Playback(self.corpus[path][1]), self.corpus[path][0], path, reading=reading, consulted=points)
             touched[path] = (frozenset(name for trail in trails for name in trail.read), frozenset(points))
-        return Trial(results, touched)
-
-
-class Trial(NamedTuple):
-    """Traces judged under a reading, and per trace the options read and the points consulted
-    judging it: a deviation that sets none of them, added, judges that trace the same."""
-
-    results: dict[str, TraceResult]
-    touched: dict[str, tuple[frozenset[str], frozenset[str]]]
-
-    def touching(self, deviation: Deviation) -> list[str]:
-        """The traces whose judging read the option the deviation sets, or consulted the point it pins."""
-        return [path for path, (options, points) in self.touched.items() if deviation.option in options or deviation.point in points]
-
-    def merged(self, other: "Trial") -> "Trial":
-        return Trial(self.results | other.results, self.touched | other.touched)
+        return Trial(frozenset(chosen), results, touched)
 
 
 def conforming(results: dict[str, TraceResult]) -> set[str]:
@@ -116,25 +136,22 @@ class Round:
         self.settled = [path for path in departing + kept if now[path].verdict == CONFORMS]
         self.best: tuple[Deviation, ...] | None = None
         self.best_score = (0, 0)  # traces conforming more, steps run further in those that do not
-        self.best_results: dict[str, TraceResult] = {}
+        self.best_trial = Trial(frozenset(), {}, {})  # the best addition's, on every trace judged
         self.moving: list[Deviation] = []  # the single additions that changed how some trace departs
         self.singles: dict[Deviation, Trial] = {}  # each single addition's trial on the unsettled traces
 
     def plan(self, addition: tuple[Deviation, ...]) -> tuple[Trial, list[str]]:
-        """What judging an addition takes: a pair judges as one of its deviations alone (judged
-        in the singles) on each trace whose judging did not touch what the other sets, so only
-        the rest is judged again; the trial it starts from, and the traces to judge."""
-        plans = [(Trial({}, {}), self.unsettled)]
-        if len(addition) == 2:
-            plans += [(self.singles[alone], self.singles[alone].touching(other)) for alone, other in (addition, addition[::-1]) if alone in self.singles]
-        return min(plans, key=lambda plan: len(plan[1]))
+        """What judging an addition takes: a trace judges as under the reading chosen so far, or as
+        under one of a pair's deviations alone (judged in the singles), where that judging touched
+        nothing the addition sets; the trial those give, and the traces left to judge."""
+        known = [self.judge.reference, *(self.singles[d] for d in addition if d in self.singles)]
+        return reused(known, frozenset((*self.chosen, *addition)), self.unsettled)
 
     def try_all(self, additions: list[tuple[Deviation, ...]]) -> bool:
         """Judge each addition, keeping the best; False where the budget ran out first. The
         additions are judged on the unsettled traces ahead, in the judge's processes, and taken
-        in order here, so the outcome is the same for any number of them. A pair is judged again
-        only on the traces where it may judge otherwise than one of its deviations alone (plan),
-        and counts as judged on all."""
+        in order here, so the outcome is the same for any number of them. An addition is judged
+        again only on the traces where it may judge otherwise (plan), and counts as judged on all."""
         plans = [self.plan(addition) for addition in additions]
         judging = [((*self.chosen, *addition), paths) for addition, (_, paths) in zip(additions, plans) if paths]
         judged = forked_map(lambda item: self.judge.trial(*item), judging, self.judge.jobs)
@@ -154,9 +171,9 @@ class Round:
                 further = sum(trial[path].steps_run - self.now[path].steps_run for path in self.unsettled)
                 if gained or further > 0:
                     checked = self.judge(reading, self.settled)
-                    score = (gained - (len(self.settled) - len(conforming(checked))), further)
+                    score = (gained - (len(self.settled) - len(conforming(checked.results))), further)
                     if score > self.best_score:
-                        self.best, self.best_score, self.best_results = addition, score, trial | checked
+                        self.best, self.best_score, self.best_trial = addition, score, found.merged(checked)
                 if self.progress:
                     self.progress("deviations", tried, len(additions), len(self.chosen))
             return True
@@ -181,6 +198,7 @@ def explain(
     catalogue = deviations(profile)
     chosen: tuple[Deviation, ...] = ()
     now = {r.trace: r for r in results if r.trace in corpus}
+    judge.reference = judge.trial(chosen, departing + kept)
     complete = True
     while complete:
         search = Round(judge, chosen, now, departing, kept, progress)
@@ -192,12 +210,14 @@ def explain(
         if search.best is None:
             break
         chosen = tuple(sorted((*chosen, *search.best)))
-        now |= search.best_results
+        now |= search.best_trial.results
+        judge.reference = search.best_trial
     chosen = needed(judge, chosen, [path for path in departing + kept if now[path].verdict == CONFORMS])
-    final = judge(chosen, departing + kept)
+    judge.reference = judge(chosen, departing + kept)
+    final = judge.reference.results
     conform = sorted(conforming(final))
     explained = tuple(
-        Explained(deviation=d.name, traces=tuple(sorted(set(conform) - conforming(judge(tuple(c for c in chosen if c != d), conform)))))
+        Explained(deviation=d.name, traces=tuple(sorted(set(conform) - conforming(judge(tuple(c for c in chosen if c != d), conform).results))))
         for d in chosen
     )
     read = [final.get(r.trace, r) for r in results if r.verdict in (CONFORMS, DEPARTS)]
@@ -216,6 +236,6 @@ def needed(judge: Judge, chosen: tuple[Deviation, ...], conform: list[str]) -> t
     """The deviations chosen, less each the others do without: the traces in `conform` still conform."""
     for deviation in chosen:
         without = tuple(c for c in chosen if c != deviation)
-        if len(conforming(judge(without, conform))) == len(conform):
+        if len(conforming(judge(without, conform).results)) == len(conform):
             chosen = without
     return chosen

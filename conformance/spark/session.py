@@ -209,6 +209,23 @@ class _QuietPy4J(logging.Filter):
         return f"{os.sep}py4j{os.sep}" not in record.pathname
 
 
+@contextlib.contextmanager
+def _py4j_quiet() -> Iterator[None]:
+    """Py4J's own logging silenced for a session's whole life, its stop included: an interrupt that
+    cuts a call or the gateway's shutdown short makes Py4J log a traceback on the root logger and
+    on its own loggers ("Exception occurred while shutting down connection"). Every failure
+    reaches kraftcheck as an exception, which it reports its own way."""
+    root, py4j = logging.getLogger(), logging.getLogger("py4j")
+    quiet, level = _QuietPy4J(), py4j.level
+    root.addFilter(quiet)
+    py4j.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+        py4j.setLevel(level)
+
+
 def raised_while_interrupted(error: BaseException) -> bool:
     """Py4J, closing its sockets after an interrupt cut a call short, can fail itself ("Gateway must
     be connected to send cancel cmd."): that error is the interrupt's, which it carries as context."""
@@ -227,16 +244,12 @@ def _failures_explained(log: Path | None) -> Iterator[None]:
     from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
 
-    quiet = _QuietPy4J()
-    logging.getLogger().addFilter(quiet)
     try:
         yield
     except (Py4JError, PySparkException) as error:
         if raised_while_interrupted(error):
             raise KeyboardInterrupt from None
         raise SparkUnavailable(f"a Spark job failed: {_message(error)}" + (_log_tail(log) if log else "")) from None
-    finally:
-        logging.getLogger().removeFilter(quiet)
 
 
 @contextlib.contextmanager
@@ -255,7 +268,7 @@ def spark_session(options: SparkOptions, app: str = "kraftcheck") -> Iterator[Sp
         raise SparkUnavailable(f"pyspark is not installed ({error}); install it with pip install pyspark") from None
     master, partitions, work = options
     active = SparkSession.getActiveSession()
-    with tempfile.TemporaryDirectory(prefix="kraftcheck-spark-") as temporary:
+    with _py4j_quiet(), tempfile.TemporaryDirectory(prefix="kraftcheck-spark-") as temporary:
         work_dir = Path(temporary)
         shared = f"{work.rstrip('/')}/kraftcheck-{os.getpid()}-{secrets.token_hex(4)}" if work else str(work_dir / "shared")
         if active is not None:
