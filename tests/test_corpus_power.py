@@ -15,6 +15,7 @@ import pytest
 
 from adapters.mutants import MUTANTS
 from conformance import cli
+from conformance.certify import mutation
 from conformance.certify.mutation import MIN_CATCHING_TRACES, UNOBSERVABLE, MutantScore, mutation_scores, profile_readings
 from conformance.certify.replay import CONFORMS, NOT_APPLICABLE, replay
 from conformance.certify.precision import load_corpus
@@ -135,3 +136,27 @@ def test_the_scores_are_the_same_for_any_number_of_jobs(tmp_path, capsys):
     names = [row["name"] for row in printed[0]["scores"]]
     assert set(MUTANTS) < set(names) and any(name.startswith("option ") for name in names)
     assert any(row["failed"] > 0 for row in printed[0]["scores"])
+
+
+@pytest.mark.parametrize("profile", ["kip595", "kafka-4.3"])
+def test_replaying_only_where_an_adapter_may_step_otherwise_scores_as_replaying_every_trace(profile, monkeypatch):
+    """A mutant, a reading or picks at some choice points replay only the traces where some step
+    of the reference touched what they change (its input kind, an option it read, a point it
+    consulted): the scores equal replaying every trace through every adapter, and most traces are
+    skipped. A slice of each corpus: ISR traces and mutants under kip595, readings under kafka-4.3."""
+    loaded = load_corpus(sorted(shipped_corpora()[profile].glob("*.jsonl"))[::12])
+    corpus = shipped_corpora()[profile]
+    monkeypatch.setattr(mutation, "load_corpus", lambda files: loaded)
+    replayed = []
+    shortened = mutation.TouchedRun.replay_through
+
+    def counted(self, adapter, reading):
+        found = shortened(self, adapter, reading)
+        replayed.append(sum(result is not kept for result, kept in zip(found, self.results)))
+        return found
+
+    monkeypatch.setattr(mutation.TouchedRun, "replay_through", counted)
+    found = mutation_scores(corpus, verify=False)
+    assert 0 < sum(replayed) < len(replayed) * len(loaded) / 2
+    monkeypatch.setattr(mutation.TouchedRun, "replay_through", lambda self, adapter, reading: [replay(adapter, trace, str(path)) for path, trace in self.loaded])
+    assert mutation_scores(corpus, verify=False) == found

@@ -21,16 +21,18 @@ from adapters.model_adapter import ModelAdapter
 from adapters.mutants import MUTANTS, mutant_adapter
 from adapters.node_models import StepFunction
 from adapters.process_lifetime import forked_map
-from adapters.registry import adapter_factory
+from adapters.registry import adapter_factory, reference_options
 from conformance.certify.precision import CORPUS_VOTERS, load_corpus, pinned_points, precise_traces, precision_adapters
 from conformance.certify.replay import DEPARTS, TraceResult, replay, trace_files
 from conformance.certify.verdicts import verdicts
+from conformance.corpus.cells import Reading, Touched, readings
 from model import node as nodes
+from model.choices import allowed_transitions
 from model.config import ClusterConfig, NodeConfig, other_readings
 from model.events import Event
 from model.state import NodeState
 from model.transitions import Transition
-from spec.trace import Trace
+from spec.trace import Input, Outputs, Trace
 
 MIN_CATCHING_TRACES = 3  # a mutant caught by fewer traces is caught by luck more than by design
 BASE_PROFILE = "kip595"  # the KIP's reading: a corpus without KRaft traces is scored as one of it
@@ -111,16 +113,20 @@ def corpus_profile(loaded: list[tuple[Path, Trace]]) -> str:
 def mutation_scores(corpus: Path, verify: bool = True, workers: int = 1) -> list[MutantScore]:
     """Replay the corpus through every mutant, and its profile's other readings (no reports):
     which traces catch each, and on which rule. The adapters replay in `workers` processes at
-    once (forked_map); the scores are the same for any number."""
+    once (forked_map); the scores are the same for any number. Each adapter replays only the
+    traces where it may step otherwise than the reference (TouchedRun): elsewhere it runs as the
+    reference does, step for step, and its result is the reference's."""
     loaded = load_corpus(trace_files(corpus, verify))
     profile_name = corpus_profile(loaded)
     systems = {trace.header.system for _, trace in loaded}
     precision = precision_adapters(combinations=2, random_runs=2, pinned=pinned_points(loaded))
     mutants = [mutant for mutant in MUTANTS.values() if mutant.system in systems]
-    readings = profile_readings(profile_name)
-    runs = [partial(replay_named, name) for name in precision]
-    runs += [partial(replay_through, mutant_adapter(mutant.name)) for mutant in mutants] + [partial(replay_through, adapter) for _, _, adapter in readings]
-    results = list(forked_map(lambda run: run(loaded), runs, workers))
+    readings_ = profile_readings(profile_name)
+    reference = TouchedRun(loaded)
+    runs = [partial(reference.replay_named, name) for name in precision]
+    runs += [partial(reference.replay_through, mutant_adapter(mutant.name), f"mutant {mutant.name}") for mutant in mutants]
+    runs += [partial(reference.replay_through, adapter, name) for name, _, adapter in readings_]
+    results = list(forked_map(lambda run: run(), runs, workers))
     precise = precise_traces(loaded, results[: len(precision)])
     caught = iter(results[len(precision) :])
     unobservable = UNOBSERVABLE.get(profile_name, {})
@@ -129,17 +135,64 @@ def mutation_scores(corpus: Path, verify: bool = True, workers: int = 1) -> list
         if mutant.system in systems
         else MutantScore(name=mutant.name, description=mutant.description, failed=0, rule="-", first="-", unobservable=f"it changes {mutant.system} replicas; the corpus has no readable trace of them")
         for mutant in MUTANTS.values()
-    ] + [msgspec.structs.replace(score(name, description, next(caught), precise), unobservable=unobservable.get(name, "")) for name, description, _ in readings]
+    ] + [msgspec.structs.replace(score(name, description, next(caught), precise), unobservable=unobservable.get(name, "")) for name, description, _ in readings_]
 
 
-def replay_through(adapter: Adapter, loaded: list[tuple[Path, Trace]]) -> list[TraceResult]:
-    return [replay(adapter, trace, str(path)) for path, trace in loaded]
+class TouchingReference(ModelAdapter):
+    """The reference, noting at each step what the step depends on as far as a reading can change
+    it (conformance.corpus.cells.Touched: its input kind, the choice points it consulted, the
+    options it read)."""
+
+    def __init__(self) -> None:
+        super().__init__("reference")
+        self.touched: list[Touched] = []
+
+    def start(self, header) -> None:
+        super().start(header)
+        self.touched = []
+
+    def step(self, event: Input) -> Outputs:
+        consulted = frozenset(allowed_transitions(self.step_function, self.config, self.state, event)[0].consulted)
+        self.touched.append(Touched(self.step_function, self.config, self.state, event, consulted))
+        return super().step(event)
 
 
-def replay_named(name: str, loaded: list[tuple[Path, Trace]]) -> list[TraceResult]:
-    """The corpus replayed through the adapter of that name (adapters.registry)."""
-    with adapter_factory(name) as make:
-        return replay_through(make(), loaded)
+class TouchedRun:
+    """The corpus replayed through the reference once, with what each of its steps touched: an
+    adapter that is the reference read otherwise (a seeded bug, another reading of the profile,
+    other picks at some choice points) steps as the reference does on every step where it may not
+    differ (Reading.may_differ), so on a trace where it may differ nowhere its result is the
+    reference's, and the trace is not replayed (the model is deterministic)."""
+
+    def __init__(self, loaded: list[tuple[Path, Trace]]) -> None:
+        self.loaded = loaded
+        adapter = TouchingReference()
+        self.results, self.touched, self.readings = [], [], []
+        for path, trace in loaded:
+            self.results.append(replay(adapter, trace, str(path)))
+            self.touched.append(adapter.touched)
+            self.readings.append({reading.name: reading for reading in readings(adapter.model, adapter.config)} if adapter.model else {})
+
+    def replay_through(self, adapter: Adapter, reading: str | Reading | None) -> list[TraceResult]:
+        """The corpus through `adapter`, the reference read as `reading` (a name of cells.readings
+        at each trace's node, or the Reading itself; None, or a name the node lacks: anything):
+        replayed only where it may step otherwise."""
+        found = []
+        for at, (path, trace) in enumerate(self.loaded):
+            where = self.readings[at].get(reading) if isinstance(reading, str) else reading
+            differs = where is None or any(where.may_differ(touched) for touched in self.touched[at])
+            found.append(replay(adapter, trace, str(path)) if differs else self.results[at])
+        return found
+
+    def replay_named(self, name: str) -> list[TraceResult]:
+        """The corpus through the adapter of that name (adapters.registry): the reference with
+        picks at some choice points differs only where a step consults one; a random or lacking
+        one is replayed whole."""
+        options = reference_options(name.partition(":")[2])
+        picks = options.get("picks", ())
+        fixed = options.get("random_seed") is None and not options.get("lacks") and picks
+        with adapter_factory(name) as make:
+            return self.replay_through(make(), Reading(name, nodes.step, points=frozenset(point for point, _ in picks)) if fixed else None)
 
 
 def score(name: str, description: str, results: list[TraceResult], precise: set[str]) -> MutantScore:
