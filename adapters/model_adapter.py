@@ -22,7 +22,9 @@ class ModelAdapter:
 
     `picks` fixes alternatives at choice points; `random_seed` (if not None) draws every other
     choice point's alternative at random instead (model.choices.RandomChoices: a one-way point
-    once per trace, an each-time point anew at each step); `lacks` is declared at start."""
+    once per trace, an each-time point anew at each step); `lacks` is declared at start;
+    `profile` (if not None) reads a KRaft trace's cluster under that profile instead of its own:
+    an implementation of that profile, certified against another's corpus."""
 
     def __init__(
         self,
@@ -31,12 +33,14 @@ class ModelAdapter:
         picks: Picks = (),
         random_seed: int | None = None,
         lacks: frozenset[str] = frozenset(),
+        profile: str | None = None,
     ) -> None:
         self.name = name
         self.steps = steps or {}
         self.picks = picks
         self.random_seed = random_seed
         self.lacks = lacks
+        self.profile = profile
         self.model: NodeModel | None = None
         self.step_function: StepFunction | None = None
         self.config = None
@@ -44,6 +48,8 @@ class ModelAdapter:
         self.draw: RandomChoices | None = None
 
     def start(self, header: Header) -> None:
+        if self.profile is not None and header.cluster is not None:
+            header = msgspec.structs.replace(header, cluster=msgspec.structs.replace(header.cluster, profile=self.profile))
         self.model = model_for(header.setting)
         self.step_function = self.steps.get(self.model.system, self.model.step)
         self.config = self.model.config(header.setting, header.node)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from adapters.contract import Adapter
 from adapters.model_adapter import ModelAdapter
 from model.choices import parse_picks
+from model.config import ConfigError, profile
 from spec.trace import CAPABILITIES
 
 if TYPE_CHECKING:
@@ -104,13 +105,20 @@ def subprocess_factory(command: str, step_timeout: float) -> AdapterFactory:
 
 def reference_options(text: str) -> dict:
     """`reference:` options, comma-separated: CHOICE=ALTERNATIVE (`kraftcheck choices` lists them),
-    random=SEED (every choice point drawn at random: a one-way point once per trace, an each-time point at each step), lacks=CAPABILITY[+CAPABILITY]."""
-    picks, random_seed, lacks = [], None, frozenset()
+    random=SEED (every choice point drawn at random: a one-way point once per trace, an each-time point at each step), lacks=CAPABILITY[+CAPABILITY],
+    profile=NAME (the model read under that profile whatever the trace's: an implementation of it)."""
+    picks, random_seed, lacks, under = [], None, frozenset(), None
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, equals, value = item.partition("=")
         if not equals or not value:
-            raise AdapterOptionError(f"reference option {item!r} is not KEY=VALUE (CHOICE=ALTERNATIVE, random=SEED or lacks=CAPABILITY)")
-        if key == "random":
+            raise AdapterOptionError(f"reference option {item!r} is not KEY=VALUE (CHOICE=ALTERNATIVE, random=SEED, lacks=CAPABILITY or profile=NAME)")
+        if key == "profile":
+            try:
+                profile(value)
+            except ConfigError as error:
+                raise AdapterOptionError(f"profile={value!r}: {error}") from None
+            under = value
+        elif key == "random":
             if not value.isdigit():
                 raise AdapterOptionError(f"random={value!r}: the seed is a non-negative integer")
             random_seed = int(value)
@@ -125,4 +133,4 @@ def reference_options(text: str) -> dict:
         fixed = parse_picks(",".join(picks))
     except ValueError as error:
         raise AdapterOptionError(str(error)) from None
-    return {"picks": fixed, "random_seed": random_seed, "lacks": lacks}
+    return {"picks": fixed, "random_seed": random_seed, "lacks": lacks, "profile": under}

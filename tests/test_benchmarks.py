@@ -1,4 +1,5 @@
-"""The model-checking benchmark writes its table and a plot of its throughput beside it."""
+"""The benchmarks run and print what they measure: the model-checking benchmark writes its table and a
+plot of its throughput beside it; the judging benchmark finds the same with and without its shortcut."""
 
 import shutil
 import subprocess
@@ -83,3 +84,12 @@ def test_the_in_flight_growth_benchmark_names_the_bound_from_which_counts_stop_g
     ]
     assert all(row[-1] == "-" for row in rows[::2]) and all(row[-1].replace(",", "").isdigit() for row in rows[1::2])  # disk MiB
     assert result.stdout.splitlines()[-1] == "counts equal at N and N + 2 (the bound no longer binds) from: 4"
+
+
+def test_the_judging_benchmark_finds_the_same_with_and_without_judging_only_where_a_reading_may_differ():
+    command = [sys.executable, str(ROOT / "benchmarks" / "judging.py"), "--step", "24"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["deviation", "mutants"]
+    assert all(row[-1] == "yes" and float(row[-4]) > 0 and float(row[-3]) > 0 for row in rows), result.stdout

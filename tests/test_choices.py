@@ -197,6 +197,7 @@ def test_a_subprocess_node_declares_what_it_lacks_at_start(tmp_path):
         ("random=x", "the seed is a non-negative integer"),
         ("lacks=Teleport", "unknown capabilities Teleport"),
         ("x", "is not KEY=VALUE"),
+        ("profile=kafka-9.9", "profile='kafka-9.9': unknown profile 'kafka-9.9'; known profiles: "),
     ],
 )
 def test_reference_options_are_checked(option, message):

@@ -12,6 +12,7 @@ import pytest
 from adapters.model_adapter import ModelAdapter
 from adapters.mutants import mutant_adapter
 from conformance.certify.certification import certify
+from conformance import cli
 from conformance.certify import deviation
 from conformance.certify.deviation import Deviations, Trial, explain
 from conformance.certify.playback import Playback, replay_recorded
@@ -26,19 +27,6 @@ from spec.trace import Header
 SHIPPED = trace_files(DEFAULT_CORPUS)
 SAMPLE = SHIPPED[::8]  # about 130 traces of every kind: the whole corpus takes a minute
 KAFKA = "kafka-3.9"
-
-
-class UnderProfile(ModelAdapter):
-    """The reference under another profile than its traces': an implementation of that profile."""
-
-    def __init__(self, profile: str) -> None:
-        super().__init__(f"reference under {profile}")
-        self.profile = profile
-
-    def start(self, header: Header) -> None:
-        if header.cluster is not None:
-            header = msgspec.structs.replace(header, cluster=msgspec.structs.replace(header.cluster, profile=self.profile))
-        super().start(header)
 
 
 class FailingAt(ModelAdapter):
@@ -68,7 +56,7 @@ def without_timing(result):
 
 def test_an_implementation_of_kafka_3_9_is_kip595_plus_kafka_3_9s_readings(tmp_path):
     corpus = corpus_of(SAMPLE, tmp_path / "corpus")
-    report = certify("reference-kafka-3.9", lambda: UnderProfile(KAFKA), corpus, tmp_path / "out", shorten_budget=0, timings=False)
+    report = certify("reference-kafka-3.9", lambda: ModelAdapter("reference-kafka-3.9", profile=KAFKA), corpus, tmp_path / "out", shorten_budget=0, timings=False)
     assert report.departed > 50
     found = report.deviations
     assert found.profile == "kip595" and found.complete and found.departed == report.departed
@@ -89,8 +77,21 @@ def test_an_implementation_of_kafka_3_9_is_kip595_plus_kafka_3_9s_readings(tmp_p
     assert msgspec.convert(json.loads((out / "report.json").read_text())["deviations"], Deviations) == found
 
     first = {name: (out / name).read_bytes() for name in ("report.md", "report.json", "junit.xml", "report.html")}
-    certify("reference-kafka-3.9", lambda: UnderProfile(KAFKA), corpus, out, shorten_budget=0, timings=False)
+    certify("reference-kafka-3.9", lambda: ModelAdapter("reference-kafka-3.9", profile=KAFKA), corpus, out, shorten_budget=0, timings=False)
     assert {name: (out / name).read_bytes() for name in first} == first
+
+
+def test_the_reference_read_under_a_kafka_profile_is_an_implementation_of_it(tmp_path, capsys):
+    """`certify --adapter reference:profile=kafka-3.9` against kip595's corpus: the model read as
+    Kafka 3.9 reads KIP-595, with no JVM; it departs, and the deviation report names kafka-3.9's
+    readings and leaves nothing unexplained."""
+    corpus = corpus_of(SAMPLE[::4], tmp_path / "corpus")
+    argv = ["certify", "--adapter", "reference:profile=kafka-3.9", "--corpus", str(corpus), "--out", str(tmp_path / "out"), "--shorten-budget", "0", "--json"]
+    assert cli.main(argv) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["verdicts"]["departs"] > 10 and summary["verdicts"]["error"] == 0
+    found = summary["deviations"]
+    assert found["unexplained"] == [] and "option unattached_discovery=True" in {explained["deviation"] for explained in found["explained"]}
 
 
 def test_a_plain_bug_is_no_named_deviation(tmp_path):
@@ -109,7 +110,7 @@ def test_no_search_where_nothing_departs_or_none_is_asked(tmp_path):
     assert certify("mutant", bug, corpus, tmp_path / "b", shorten_budget=0, deviation_budget=0).deviations is None
 
 
-@pytest.mark.parametrize("make", [lambda: UnderProfile(KAFKA), lambda: mutant_adapter("hw-any-epoch"), lambda: FailingAt("failing")], ids=["kafka-3.9", "bug", "crash"])
+@pytest.mark.parametrize("make", [lambda: ModelAdapter("reference-kafka-3.9", profile=KAFKA), lambda: mutant_adapter("hw-any-epoch"), lambda: FailingAt("failing")], ids=["kafka-3.9", "bug", "crash"])
 def test_playback_judges_as_the_live_run(make):
     for path in SAMPLE:
         live, recording = replay_recorded(make, path)
@@ -125,7 +126,7 @@ def recorded_sample(profile: str, count: int) -> tuple[list, dict]:
     KRaft ones' recordings: what explain() takes."""
     results, recorded = [], {}
     for path in SAMPLE[:count]:
-        result, recording = replay_recorded(lambda: UnderProfile(profile), path)
+        result, recording = replay_recorded(lambda: ModelAdapter(f"reference under {profile}", profile=profile), path)
         trace = traces.read(path)
         results.append(result)
         if trace.header.system == "kraft":

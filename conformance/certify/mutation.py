@@ -189,8 +189,8 @@ class TouchedRun:
         picks at some choice points differs only where a step consults one; a random or lacking
         one is replayed whole."""
         options = reference_options(name.partition(":")[2])
-        picks = options.get("picks", ())
-        fixed = options.get("random_seed") is None and not options.get("lacks") and picks
+        picks = options["picks"]
+        fixed = options["random_seed"] is None and not options["lacks"] and options["profile"] is None and picks
         with adapter_factory(name) as make:
             return self.replay_through(make(), Reading(name, nodes.step, points=frozenset(point for point, _ in picks)) if fixed else None)
 
