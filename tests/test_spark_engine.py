@@ -273,12 +273,18 @@ def test_py4j_logs_nothing_while_a_session_lives_its_stop_included(caplog):
     session lives, and as it stops, neither reaches the user; afterwards Py4J logs as before."""
     caplog.set_level(logging.DEBUG)
     raising = os.sep.join(("", "site-packages", "py4j", "clientserver.py"))
-    with _py4j_quiet():
-        logging.getLogger("py4j.clientserver").error("Exception occurred while shutting down connection")
-        logging.getLogger().handle(logging.makeLogRecord({"msg": "An error occurred while trying to connect", "levelno": logging.ERROR, "pathname": raising}))
-    assert caplog.records == []
-    logging.getLogger("py4j.clientserver").error("after the session")
-    assert [record.getMessage() for record in caplog.records] == ["after the session"]
+    py4j = logging.getLogger("py4j")
+    outside = py4j.level  # this module's own session, when open, quiets Py4J already
+    py4j.setLevel(logging.NOTSET)
+    try:
+        with _py4j_quiet():
+            logging.getLogger("py4j.clientserver").error("Exception occurred while shutting down connection")
+            logging.getLogger().handle(logging.makeLogRecord({"msg": "An error occurred while trying to connect", "levelno": logging.ERROR, "pathname": raising}))
+        assert caplog.records == []
+        logging.getLogger("py4j.clientserver").error("after the session")
+        assert [record.getMessage() for record in caplog.records] == ["after the session"]
+    finally:
+        py4j.setLevel(outside)
 
 
 def test_an_interrupted_search_on_spark_prints_what_it_explored_and_leaves_no_process(tmp_path):
