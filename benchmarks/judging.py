@@ -78,7 +78,7 @@ def main() -> None:
                 report = certify(f"reference:profile={args.profile}", make, kip595, work / run, shorten_budget=0, timings=False, jobs=args.jobs)
             return msgspec.structs.replace(report.deviations, explained=tuple(msgspec.structs.replace(e, traces=tuple(Path(t).name for t in e.traces)) for e in report.deviations.explained))
 
-        def scores(run: str):
+        def scores(_run: str):  # the run's name serves the search's output directory only
             return mutation.mutation_scores(scored, workers=args.jobs)
 
         for name, traces, work_once in (

@@ -148,8 +148,8 @@ class TouchingReference(ModelAdapter):
         self.touched: list[Touched] = []
 
     def start(self, header) -> None:
+        self.touched = []  # first: a start that fails leaves nothing of the trace before
         super().start(header)
-        self.touched = []
 
     def step(self, event: Input) -> Outputs:
         consulted = frozenset(allowed_transitions(self.step_function, self.config, self.state, event)[0].consulted)
