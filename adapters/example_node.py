@@ -15,7 +15,7 @@ import msgspec
 
 from model import node as kraft
 from model.config import ClusterConfig, ConfigError
-from model.events import AppendResult, ClientAppend, Crash, Event, Request, Response, Send, Shutdown
+from model.events import Answer, AppendResult, ClientAppend, Crash, Event, Request, Response, Send, Shutdown
 from model.isr import replica
 from model.isr.config import PartitionConfig
 from model.isr.events import AlterIsr, IsrEvent
@@ -155,6 +155,8 @@ class Node:
                     self.sent.append(output)
                 else:
                     reply["response"] = output.message
+            elif isinstance(output, Answer):  # a held Fetch answered: optional in the reply, so only where there is one
+                reply.setdefault("answers", []).append({"destination": output.destination, "message": output.message, "request": output.request})
             elif isinstance(output, AppendResult):
                 reply["append_result"] = {"ErrorCode": output.ErrorCode, "Offset": output.Offset}
             elif isinstance(output, Shutdown):

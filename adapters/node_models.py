@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from model import node as nodes
 from model.config import NodeConfig
-from model.events import AppendResult, Request, Send, Shutdown
+from model.events import Answer, AppendResult, Request, Send, Shutdown
 from model.isr import replica
 from model.isr.config import ReplicaConfig
 from model.isr.events import AlterIsr
@@ -93,6 +93,7 @@ def outputs_of(event: Input, transition: Transition) -> Outputs:
     """A model step's outputs in the adapter contract's terms."""
     response = None
     sends = []
+    answers = []
     append_result = None
     shutdown = False
     alter_isr = None
@@ -103,10 +104,12 @@ def outputs_of(event: Input, transition: Transition) -> Outputs:
                 sends.append(output)
             elif type(event) is Request and output.destination == event.source:
                 response = output.message
+        elif kind is Answer:
+            answers.append(output)
         elif kind is AppendResult:
             append_result = output
         elif kind is Shutdown:
             shutdown = True
         elif kind is AlterIsr:
             alter_isr = output
-    return Outputs(response=response, sends=tuple(sends), append_result=append_result, shutdown=shutdown, alter_isr=alter_isr)
+    return Outputs(response=response, sends=tuple(sends), answers=tuple(answers), append_result=append_result, shutdown=shutdown, alter_isr=alter_isr)

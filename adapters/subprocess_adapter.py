@@ -33,9 +33,9 @@ import msgspec
 
 from adapters.contract import AdapterError
 from adapters.process_lifetime import ProcessTree
-from model.events import AppendResult, Send
+from model.events import Answer, AppendResult, Send
 from model.isr.events import AlterIsr
-from model.messages import LATER_FIELDS, Message
+from model.messages import LATER_FIELDS, Message, as_carried
 from spec.trace import CAPABILITIES, Header, Input, Observed, Outputs
 
 STOP_GRACE_SECONDS = 1.0  # how long close() lets the process exit after "stop" before killing it
@@ -71,6 +71,7 @@ class _InputReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     response: Message | None
     append_result: AppendResult | None
     shutdown: bool
+    answers: tuple[Answer, ...] = ()  # optional: responses to earlier steps' requests (held Fetches)
 
 
 class _IsrInputReply(_InputReply, kw_only=True, forbid_unknown_fields=True):
@@ -101,10 +102,10 @@ def _field_difference(path: str, raw: object, typed: object) -> str | None:
         missing = [key for key in typed if key not in raw and key not in later]
         if missing:
             return f"{path} lacks {', '.join(missing)}"
-        unknown = [key for key in raw if key not in typed]
+        unknown = [key for key in raw if key not in typed and key not in later]
         if unknown:
             return f"{path} has unknown fields {', '.join(unknown)}"
-        for key in raw:
+        for key in raw.keys() & typed.keys():  # an omissible field written at its default is not carried
             found = _field_difference(f"{path}.{key}", raw[key], typed[key])
             if found:
                 return found
@@ -326,7 +327,7 @@ class SubprocessAdapter:
             (command, _command_line(command, fields), _IsrInputReply if self._isr else _InputReply), ("drain", DRAIN, _DrainReply), ("observe", OBSERVE, _ObserveReply)
         )
         alter_isr = answer.alter_isr if self._isr else None
-        return Outputs(response=answer.response, sends=drained.sends, append_result=answer.append_result, shutdown=answer.shutdown, alter_isr=alter_isr)
+        return Outputs(response=answer.response, sends=drained.sends, answers=answer.answers, append_result=answer.append_result, shutdown=answer.shutdown, alter_isr=alter_isr)
 
     def observe(self) -> Observed | None:
         observed, self._observed = self._observed, None
@@ -421,10 +422,17 @@ class SubprocessAdapter:
             raise _Invalid(str(error)) from None
         if isinstance(reply, _InputReply):
             _check_complete("$.response", raw["response"], reply.response)
-        elif reply_type is _DrainReply:
+            for index, answer in enumerate(reply.answers):
+                _check_complete(f"$.answers[{index}].message", raw["answers"][index]["message"], answer.message)
+                _check_complete(f"$.answers[{index}].request", raw["answers"][index]["request"], answer.request)
+            response = None if reply.response is None else as_carried(reply.response)
+            answers = tuple(msgspec.structs.replace(a, message=as_carried(a.message), request=as_carried(a.request)) for a in reply.answers)
+            return msgspec.structs.replace(reply, response=response, answers=answers)
+        if reply_type is _DrainReply:
             for index, send in enumerate(reply.sends):
                 _check_complete(f"$.sends[{index}].message", raw["sends"][index]["message"], send.message)
-        elif reply_type is _ObserveReply and reply.state is not None:
+            return msgspec.structs.replace(reply, sends=tuple(msgspec.structs.replace(s, message=as_carried(s.message)) for s in reply.sends))
+        if reply_type is _ObserveReply and reply.state is not None:
             self._check_isr_field(raw["state"], reply.state)
         return reply
 

@@ -9,7 +9,7 @@ import msgspec
 from model import choices, network
 from model.choices import Picks, with_picks
 from model.config import ClusterConfig, NodeConfig
-from model.events import ClientAppend, Crash, Event, Request, Resign, Response, Restart, Send, Timer, TimerKind
+from model.events import Answer, ClientAppend, Crash, Event, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.messages import REQUEST_TYPES, Record
 from model.network import Bag, Envelope
 from model import node as nodes
@@ -215,18 +215,18 @@ def counted(history: History, action: Action) -> History:
 
 
 def outgoing(node_id: int, event: Event, transition: Transition) -> list[Envelope]:
-    """The messages a node's step puts on the network; a response carries the request it answers."""
+    """The messages a node's step puts on the network; a response carries the request it answers
+    (the step's own, or a held one's: an Answer)."""
     answered = event.message if type(event) is Request else None
-    return [
-        Envelope(
-            source=node_id,
-            destination=output.destination,
-            message=output.message,
-            request=None if type(output.message) in REQUEST_TYPES else answered,
-        )
-        for output in transition.outputs
-        if type(output) is Send
-    ]
+    envelopes = []
+    for output in transition.outputs:
+        kind = type(output)
+        if kind is Send:
+            request = None if type(output.message) in REQUEST_TYPES else answered
+            envelopes.append(Envelope(source=node_id, destination=output.destination, message=output.message, request=request))
+        elif kind is Answer:
+            envelopes.append(Envelope(source=node_id, destination=output.destination, message=output.message, request=output.request))
+    return envelopes
 
 
 def record(history: History, index: int, node_id: int, before: NodeState, after: NodeState) -> History:

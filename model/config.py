@@ -236,6 +236,26 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # epoch left as it is, and the request answered NONE (KafkaRaftClient 3.3 to 3.8:
     # lastVoterSet().voterNode(leaderId) is empty, maybeTransition(Optional.empty(), epoch)).
     leader_outside_voters_ignored: bool = False
+    # FETCH-SEND-1: the MaxWaitMs a fetcher's Fetch carries, how long the leader may hold it when
+    # nothing is new. 0: it asks to be answered at once (the field is then not carried: the KIP
+    # names the field and says nothing of its use); Kafka's followers and observers ask 500
+    # (KafkaRaftClient.buildFetchRequest: setMaxWaitMs(fetchMaxWaitMs), MAX_FETCH_WAIT_MS).
+    fetch_max_wait_ms: int = 0
+    # FETCH-REQ-7: a Fetch that asks to wait (MaxWaitMs above 0) and finds nothing new: no error,
+    # no records, no DivergingEpoch (and, under fetch_carries_high_watermark, no newer high
+    # watermark). False: answered at once (the model's reading); True: the leader holds it
+    # (NodeState.held, model/held.py) and answers it afresh once records are appended past its
+    # offset, NOT_LEADER_OR_FOLLOWER when it resigns or follows a leader, or as it would have been
+    # answered on arrival when its wait runs out, the fetch_wait timer (KafkaRaftClient.
+    # handleFetchRequest -> fetchPurgatory.await; updateLeaderEndOffsetAndTimestamp ->
+    # maybeComplete; transitionToResigned and onBecomeFollower -> completeAllExceptionally).
+    held_fetches: bool = False
+    # FETCH-SEND-1, FETCH-REQ-7 with KIP-1166 (Kafka 4.1 on). False: a Fetch carries no high
+    # watermark; True: it carries the fetcher's (-1 where it knows none), the leader answers at
+    # once when its own is above it, and answers every held Fetch afresh when its high watermark
+    # moves (buildFetchRequest: setHighWatermark; handleFetchRequest: isHighWatermarkUpdated;
+    # onUpdateLeaderHighWatermark -> fetchPurgatory.completeAll).
+    fetch_carries_high_watermark: bool = False
     # Faulty variants, each breaking one rule on purpose (the checker must find them).
     hw_any_epoch: bool = False  # HW-1 ignored: commit entries of earlier epochs by counting
     vote_without_log_check: bool = False  # VOTE-REQ-4B: grant without the up-to-date check

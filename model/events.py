@@ -19,6 +19,7 @@ class TimerKind(enum.StrEnum):
     ELECTION_TIMEOUT = "election_timeout"  # quorum.election.timeout.ms (+ backoff): new election (ELECT-2/3)
     PROGRESS_TIMEOUT = "progress_timeout"  # leader progress timeout (PROGRESS-1)
     REQUEST_TIMEOUT = "request_timeout"  # quorum.request.timeout.ms: re-send unanswered requests (RETRY-1)
+    FETCH_WAIT = "fetch_wait"  # a held Fetch's MaxWaitMs: the oldest is answered as it came (FETCH-REQ-7)
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True, tag="request"):
@@ -62,6 +63,15 @@ class Send(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     message: Message
 
 
+class Answer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """A response to a request of an earlier step, sent now: a held Fetch answered (FETCH-REQ-7).
+    `request` is that request as it came from `destination`."""
+
+    destination: int
+    message: Message
+    request: Message
+
+
 class SetTimer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """Arm a timer: it fires after delay_ms plus a random jitter of up to jitter_ms."""
 
@@ -89,4 +99,4 @@ class Shutdown(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     reason: str
 
 
-Output = Send | SetTimer | AppendResult | Committed | Shutdown
+Output = Send | Answer | SetTimer | AppendResult | Committed | Shutdown

@@ -3,8 +3,8 @@
 from model import log as logs
 from model.config import NodeConfig
 from model.events import Response, Send
-from model.messages import FetchRequest, FetchResponse, LeaderIdAndEpoch
-from model.state import NodeState, Role
+from model.messages import FetchRequest, FetchResponse, LeaderIdAndEpoch, carried
+from model.state import HeldFetch, NodeState, Role, held_fetches
 from model.transitions import (
     as_sent,
     NO_OUTPUTS,
@@ -25,16 +25,8 @@ from spec import errors
 
 def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, request: FetchRequest) -> Transition:
     def answer(s: NodeState, rules: tuple[str, ...], error: int = errors.NONE, *, top_error: int = errors.NONE, records=(), diverging=logs.NO_EPOCH, extra=()) -> Transition:
-        refused = error not in (errors.NONE, errors.OFFSET_OUT_OF_RANGE) and config.options.refused_fetch_without_high_watermark
-        response = FetchResponse(
-            ErrorCode=top_error,
-            PartitionErrorCode=error,
-            HighWatermark=-1 if refused else s.high_watermark,
-            DivergingEpoch=diverging,
-            CurrentLeader=LeaderIdAndEpoch(LeaderId=s.leader_id, LeaderEpoch=s.epoch),
-            Records=records,
-        )
-        return Transition(s, (Send(destination=source, message=as_sent(config, response)),) + extra, rules + ("COMMON-2",))
+        response = fetch_response(config, s, error, top_error=top_error, records=records, diverging=diverging)
+        return Transition(s, (Send(destination=source, message=response),) + extra, rules + ("COMMON-2",))
 
     if cluster_id_conflicts(config, request.ClusterId):
         return answer(state, ("FETCH-REQ-1",), top_error=errors.INCONSISTENT_CLUSTER_ID)
@@ -74,7 +66,39 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
             rules += ("HW-3",)
     limit = config.options.fetch_max_records
     records = leader.log[request.FetchOffset : request.FetchOffset + limit] if limit else leader.log[request.FetchOffset :]
-    return answer(leader, rules + ("FETCH-REQ-3", "FETCH-REQ-6"), records=records, extra=committed)
+    answered = answer(leader, rules + ("FETCH-REQ-3", "FETCH-REQ-6"), records=records, extra=committed)
+    response = answered.outputs[0].message
+    if not holds(config, request, response):
+        return answered
+    kept = HeldFetch(source=source, request=request, response=response)
+    return Transition(replace(leader, held=held_fetches(leader) + (kept,)), committed, answered.rules + ("FETCH-REQ-7",))
+
+
+def fetch_response(config: NodeConfig, state: NodeState, error: int, *, top_error: int = errors.NONE, records=(), diverging=logs.NO_EPOCH) -> FetchResponse:
+    """COMMON-2: a Fetch answer as `state` sends it, with its leader and epoch; a refused one
+    without the high watermark under Options.refused_fetch_without_high_watermark."""
+    refused = error not in (errors.NONE, errors.OFFSET_OUT_OF_RANGE) and config.options.refused_fetch_without_high_watermark
+    response = FetchResponse(
+        ErrorCode=top_error,
+        PartitionErrorCode=error,
+        HighWatermark=-1 if refused else state.high_watermark,
+        DivergingEpoch=diverging,
+        CurrentLeader=LeaderIdAndEpoch(LeaderId=state.leader_id, LeaderEpoch=state.epoch),
+        Records=records,
+    )
+    return as_sent(config, response)
+
+
+def holds(config: NodeConfig, request: FetchRequest, response: FetchResponse) -> bool:
+    """FETCH-REQ-7: whether the leader holds a Fetch rather than send `response` now: it asks to
+    wait and would get nothing new (no error, records or DivergingEpoch; under
+    Options.fetch_carries_high_watermark, no high watermark above the fetcher's)."""
+    options = config.options
+    if not options.held_fetches or carried(request, "MaxWaitMs") <= 0 or response.Records:
+        return False
+    if response.ErrorCode != errors.NONE or response.PartitionErrorCode != errors.NONE or response.DivergingEpoch.Epoch != -1:
+        return False
+    return not (options.fetch_carries_high_watermark and response.HighWatermark > carried(request, "HighWatermark"))
 
 
 def epoch_check(config: NodeConfig, state: NodeState, current_leader_epoch: int) -> tuple[int, tuple[str, ...]] | None:

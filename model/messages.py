@@ -78,6 +78,8 @@ def _python_type(schema: MessageSchema, field: Field) -> tuple[object, object]:
 
 def _field_spec(schema: MessageSchema, name: str, field: Field) -> tuple[str, object, object]:
     python_type, zero = _python_type(schema, field)
+    if field.omissible:  # not carried at its default (spec/schema.py): UNSET is left out of every encoding
+        return name, python_type | msgspec.UnsetType, msgspec.UNSET
     return name, python_type, zero if field.default is None else field.default
 
 
@@ -163,10 +165,34 @@ ReplicaState = _STRUCT_TYPES["ReplicaState"]
 Voter = _STRUCT_TYPES["Voter"]
 
 LATER_FIELDS: dict[str, frozenset[str]] = {
-    name: frozenset(field_name for field_name, field in _named_fields(schema) if field.added_by)
+    name: frozenset(field_name for field_name, field in _named_fields(schema) if field.added_by or field.omissible)
     for name, schema in _SCHEMAS.items()
 }
-"""Per message, the fields a later KIP added ("addedBy": PreVote, KIP-996): a node that predates them may leave them out."""
+"""Per message, the fields a later KIP added ("addedBy": PreVote, KIP-996) or that are not
+carried at their defaults ("omissible"): a node may leave them out."""
+
+OMISSIBLE_DEFAULTS: dict[type, dict[str, object]] = {
+    _TYPES[name]: defaults
+    for name, schema in _SCHEMAS.items()
+    if (defaults := {field_name: field.default for field_name, field in _named_fields(schema) if field.omissible})
+}
+"""Per message type, its omissible fields and the schema default each stands for when not carried."""
+
+
+def carried(message: object, name: str) -> object:
+    """An omissible field's value, its schema default where the message does not carry it."""
+    value = getattr(message, name)
+    return OMISSIBLE_DEFAULTS[type(message)][name] if value is msgspec.UNSET else value
+
+
+def as_carried(message: object) -> object:
+    """The message with every omissible field at its default not carried, as kraftcheck writes
+    it: a node that writes such a field out, at its default, says the same as one that leaves it out."""
+    defaults = OMISSIBLE_DEFAULTS.get(type(message))
+    if not defaults:
+        return message
+    unset = {name: msgspec.UNSET for name, default in defaults.items() if getattr(message, name) == default}
+    return msgspec.structs.replace(message, **unset) if unset else message
 
 MESSAGE_TYPES: dict[str, type] = {name: _TYPES[name] for name, schema in _SCHEMAS.items() if schema.type != "data"}
 REQUEST_TYPES: tuple[type, ...] = tuple(_TYPES[name] for name, schema in _SCHEMAS.items() if schema.type == "request")

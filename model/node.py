@@ -10,6 +10,7 @@ from model.describe import handle_describe_request
 from model.end_epoch import end_epoch, handle_end_request, handle_end_response, resend_end_epoch, resign
 from model.events import AppendResult, ClientAppend, Crash, Event, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.fetch import handle_fetch_request, handle_fetch_response, look_again, looks_for_leader
+from model import held
 from model import log as logs
 from model.messages import (
     BeginQuorumEpochRequest,
@@ -82,6 +83,8 @@ def unknown_or_zero(config: NodeConfig) -> int:
 def step(config: NodeConfig, state: NodeState, event: Event) -> Transition:
     """Apply one event to one node."""
     transition = handle(config, state, event)
+    if state.held or transition.state.held:
+        transition = held.settle(config, state, transition)
     if not config.options.stale_responses_ignored:
         return transition
     after = transition.state
@@ -111,7 +114,13 @@ def handle(config: NodeConfig, state: NodeState, event: Event) -> Transition:
 
 
 def armed_timers(config: NodeConfig, state: NodeState) -> tuple[TimerKind, ...]:
-    """The timers whose expiry changes something in this state (what the environment may fire)."""
+    """The timers whose expiry changes something in this state (what the environment may fire):
+    its role's, and the wait of the Fetches it holds (FETCH-REQ-7)."""
+    timers = role_timers(config, state)
+    return timers + (TimerKind.FETCH_WAIT,) if state.held else timers
+
+
+def role_timers(config: NodeConfig, state: NodeState) -> tuple[TimerKind, ...]:
     role = state.role
     if role == Role.FOLLOWER or (role == Role.OBSERVER and config.options.observer_fetch_timeout and not state.fetch_stalled):
         return (TimerKind.FETCH_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
@@ -164,6 +173,8 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
         return candidacy(config, state, "PROGRESS-1")
     elif kind == TimerKind.REQUEST_TIMEOUT:
         return retry_requests(config, state)
+    elif kind == TimerKind.FETCH_WAIT:
+        return held.expire(state)
     return Transition(state, NO_OUTPUTS, UNCHANGED)
 
 

@@ -8,7 +8,7 @@ import enum
 
 import msgspec
 
-from model.messages import FetchRequest, QuorumStateMessage, Record, Voter
+from model.messages import FetchRequest, FetchResponse, QuorumStateMessage, Record, Voter
 
 
 class Role(enum.IntEnum):
@@ -20,6 +20,15 @@ class Role(enum.IntEnum):
     OBSERVER = 5  # a non-voter, following a leader or looking for one
     DOWN = 6  # crashed, or shut down after a fatal error
     PROSPECTIVE = 7  # a voter asking for pre-votes in its own epoch before it stands (Options.pre_vote, KIP-996)
+
+
+class HeldFetch(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A Fetch the leader holds (Options.held_fetches, FETCH-REQ-7): who sent it, the request, and
+    the answer it had when it came, sent as it is if its wait runs out."""
+
+    source: int
+    request: FetchRequest
+    response: FetchResponse
 
 
 class NodeState(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,12 +60,21 @@ class NodeState(msgspec.Struct, frozen=True, kw_only=True):
     # Options.stale_responses_ignored: the node restarted or changed role since its epoch began, so
     # a request it sends may repeat one sent before, whose answer it drops (COMMON-3B).
     returned: bool = False
+    # Fetches held unanswered, oldest first (model/held.py). Kept across a change of role, as
+    # Kafka's purgatory is, until they are answered; a crash forgets them. UNSET, not (), when
+    # there are none, so that a state holding none encodes (and fingerprints) as before held
+    # Fetches existed: use held_fetches(state).
+    held: tuple[HeldFetch, ...] | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def role_name(self) -> str:
         if self.role == Role.UNATTACHED and self.voted_id != -1:
             return "voted"
         return self.role.name.lower()
+
+
+def held_fetches(state: NodeState) -> tuple[HeldFetch, ...]:
+    return state.held or ()
 
 
 def quorum_state_file(state: NodeState, voters: tuple[int, ...]) -> QuorumStateMessage:

@@ -92,13 +92,18 @@ def refused_as_invalid(config: NodeConfig, state: NodeState, error: int, epoch: 
 
 
 def fetch_request(config: NodeConfig, state: NodeState) -> FetchRequest:
-    """FETCH-SEND-1: a Fetch describing the end of the local log."""
+    """FETCH-SEND-1: a Fetch describing the end of the local log; how long it may wait
+    (Options.fetch_max_wait_ms) and the fetcher's high watermark (KIP-1166) where the profile
+    carries them."""
+    options = config.options
     return FetchRequest(
         ClusterId=config.cluster_id,
         ReplicaId=config.node_id,
+        MaxWaitMs=options.fetch_max_wait_ms or msgspec.UNSET,
         CurrentLeaderEpoch=state.epoch,
         FetchOffset=len(state.log),
         LastFetchedEpoch=logs.last_epoch(state.log),
+        HighWatermark=state.high_watermark if options.fetch_carries_high_watermark else msgspec.UNSET,
     )
 
 

@@ -40,7 +40,7 @@ PRIMITIVE_TYPES: frozenset[str] = frozenset(INT_RANGES) | {
 }
 _NEVER_NULLABLE = frozenset(INT_RANGES) | {"float64", "bool", "uuid"}
 _SCALAR_DEFAULTS = frozenset(INT_RANGES) | {"float64", "bool", "string", "uuid"}
-_KIND_NAMES: dict[type, str] = {str: "a string", list: "an array"}
+_KIND_NAMES: dict[type, str] = {str: "a string", list: "an array", bool: "true or false"}
 _MESSAGE_KINDS = ("request", "response", "data")
 _INT_LITERAL = re.compile(r"-?(0[xX][0-9a-fA-F]+|[0-9]+)")
 _STRUCT_NAME = re.compile(r"[A-Z][A-Za-z0-9]*")
@@ -77,6 +77,9 @@ class Field(msgspec.Struct, frozen=True, kw_only=True):
     line: int
     entity_type: str = ""  # Kafka's "entityType": "brokerId" marks node ids (symmetry remaps them)
     added_by: str = ""  # "addedBy": the later KIP that added the field (PreVote: "KIP-996"); a node that predates it may leave it out
+    # "omissible": at its default the field is not carried at all (msgspec.UNSET), so traces and
+    # commands leave it out, and a node may too: what Kafka's tagged fields and later versions are
+    omissible: bool = False
 
     @property
     def is_array(self) -> bool:
@@ -244,6 +247,10 @@ class _Loader:
             raise self.error(obj, f'{what}: missing "{key}"')
         return member
 
+    def flag(self, obj: _Node, key: str, what: str) -> bool:
+        member = self.member(obj, key, bool, what)
+        return False if member is None else member.value
+
     def text(self, obj: _Node, key: str, what: str) -> str:
         member = self.member(obj, key, str, what)
         return "" if member is None else member.value
@@ -336,6 +343,7 @@ class _Loader:
             line=item.line,
             entity_type=self.text(item, "entityType", what),
             added_by=self.text(item, "addedBy", what),
+            omissible=self.flag(item, "omissible", what),
         )
 
     def check_type(self, name: str, type_node: _Node, fields_node: _Node | None) -> None:

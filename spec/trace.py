@@ -18,7 +18,7 @@ from pathlib import Path
 import msgspec
 
 from model.config import ClusterConfig, ConfigError
-from model.events import AppendResult, Event, Request, Send, Timer, TimerKind
+from model.events import Answer, AppendResult, Event, Request, Send, Timer, TimerKind
 from model.isr.config import PartitionConfig
 from model.isr.events import AlterIsr, IsrEvent
 from model.messages import DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, Message, OffsetsForLeaderEpochRequest, Record
@@ -115,12 +115,15 @@ class Outputs(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, for
 
     `response` answers a request input; `sends` are the requests the node sends (compared as a
     multiset, in any order); `append_result` answers a client append; `shutdown` says the node
-    stopped on a fatal error; `alter_isr` is the ISR an ISR leader asks the controller to record.
-    Timers and their durations are the implementation's own.
+    stopped on a fatal error; `alter_isr` is the ISR an ISR leader asks the controller to record;
+    `answers` are responses to requests of earlier steps, sent now (a held Fetch, FETCH-REQ-7),
+    each naming the request it answers, compared as a multiset. Timers and their durations are
+    the implementation's own.
     """
 
     response: Message | None = None
     sends: tuple[Send, ...] = ()
+    answers: tuple[Answer, ...] = ()
     append_result: AppendResult | None = None
     shutdown: bool = False
     alter_isr: AlterIsr | None = None

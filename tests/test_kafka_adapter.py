@@ -17,6 +17,7 @@ from conformance import cli
 from conformance.certify.replay import replay_file, trace_files
 from conformance.corpus.generate import DEFAULT_CORPUS
 from profile_differences import differences
+from spec import errors
 
 MISSING = [tool for tool in ("java", "javac", "mvn") if shutil.which(tool) is None]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"the Kafka adapter is built with a JDK and Maven; missing here: {', '.join(MISSING)}")
@@ -154,6 +155,46 @@ def test_kafka_3_9_elects_a_leader_that_replicates_and_resigns_on_restart():
         NOTHING,
         state("resigned", 1, 1, -1, -1, [[0, 1], [1, 1]]),
         {"ok": True, "sends": [{"destination": 2, "message": end}, {"destination": 3, "message": end}]},
+    ]
+
+
+@pytest.mark.parametrize("version", kafka_build.TESTED_VERSIONS)
+def test_a_leader_holds_a_fetch_that_asks_to_wait_and_answers_it_later(version):
+    """FETCH-REQ-7 on Kafka itself: a Fetch with MaxWaitMs 500 that finds nothing new gets no
+    response at its command (KafkaRaftClient.handleFetchRequest -> fetchPurgatory.await); a client
+    append answers every held Fetch afresh, with the record (updateLeaderEndOffsetAndTimestamp ->
+    maybeComplete); the fetch_wait timer answers the oldest with the answer it had when it came
+    (the REQUEST_TIMED_OUT branch: the original response), and no other timer does; resigning
+    answers the rest NOT_LEADER_OR_FOLLOWER without a high watermark (transitionToResigned ->
+    completeAllExceptionally). What the model does under Options.held_fetches."""
+    granted = {"type": "VoteResponse", "ErrorCode": 0, "PartitionErrorCode": 0, "LeaderId": -1, "LeaderEpoch": 1, "VoteGranted": True}
+    pre_granted = dict(granted, LeaderEpoch=0)
+    drain = {"command": "drain"}  # a response is delivered to a request drained (sent) before it
+    elected = [drain, {"command": "timer", "kind": "election_timeout"}, drain]
+    if version.startswith("4."):  # a pre-vote first (KIP-996)
+        elected += [{"command": "response", "source": 2, "message": pre_granted, "request": vote_request(0, 1, 0, 0, pre_vote=True)}, drain]
+    elected += [{"command": "response", "source": 2, "message": granted, "request": vote_request(1, 1, 0, 0)}, drain]
+
+    def waiting(replica: int, offset: int) -> dict:
+        return dict(fetch_request(replica, 1, offset, 1), MaxWaitMs=500)
+
+    replies = session(version, start(), *elected, {"command": "request", "source": 2, "message": fetch_request(2, 1, 0, 0)},
+                      {"command": "request", "source": 2, "message": waiting(2, 1)}, {"command": "request", "source": 3, "message": waiting(3, 1)},
+                      {"command": "append", "value": 7},
+                      {"command": "request", "source": 2, "message": waiting(2, 2)}, {"command": "request", "source": 3, "message": waiting(3, 2)},
+                      {"command": "timer", "kind": "fetch_wait"}, {"command": "timer", "kind": "election_timeout"}, {"command": "resign"})
+    value = {"type": "Record", "Offset": 1, "Epoch": 1, "Value": 7}
+    refused = dict(fetch_response(errors.NOT_LEADER_OR_FOLLOWER, -1, 1, 1, []))
+    assert replies[len(elected) + 2 :] == [
+        NOTHING,
+        NOTHING,
+        dict(NOTHING, append_result={"ErrorCode": 0, "Offset": 1},
+             answers=[{"destination": r, "message": fetch_response(0, 1, 1, 1, [value]), "request": waiting(r, 1)} for r in (2, 3)]),
+        NOTHING,
+        NOTHING,
+        dict(NOTHING, answers=[{"destination": 2, "message": fetch_response(0, 2, 1, 1, []), "request": waiting(2, 2)}]),
+        NOTHING,
+        dict(NOTHING, answers=[{"destination": 3, "message": refused, "request": waiting(3, 2)}]),
     ]
 
 

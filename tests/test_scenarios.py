@@ -5,6 +5,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from conformance.cli import main
@@ -89,6 +90,23 @@ def test_traces_show_as_scenario(capsys):
     assert main(["traces", "show", str(CELL_15), "--as", "scenario"]) == 0
     out, err = capsys.readouterr()
     assert (out, err) == (CELL_15_SCENARIO, "")
+
+
+def test_an_answer_to_an_earlier_request_reads_and_prints_as_it_is_written():
+    """`expect answer to N: RESPONSE for REQUEST` (a held Fetch answered later, FETCH-REQ-7), with
+    the Fetch's omissible MaxWaitMs; written at its default, a field reads as left out."""
+    held = 'FetchRequest(ClusterId="kraft-cluster", ReplicaId=3, MaxWaitMs=500, CurrentLeaderEpoch=1, FetchOffset=1, LastFetchedEpoch=1)'
+    answer = "FetchResponse(HighWatermark=1, CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=1))"
+    step = f"step timer fetch_wait\n  expect answer to 3: {answer} for {held}\n"
+    scenario = parse(Path("s.scenario"), HEADER + step)
+    (only,) = scenario.trace.steps
+    (answered,) = only.expect.answers
+    assert (answered.destination, answered.request.MaxWaitMs, answered.message.HighWatermark) == (3, 500, 1)
+    assert f"  expect answer to 3: {answer} for {held}" in scenario_text(scenario.trace).splitlines()
+    at_default = parse(Path("s.scenario"), HEADER + step.replace("MaxWaitMs=500", "MaxWaitMs=0"))
+    assert at_default.trace.steps[0].expect.answers[0].request == msgspec.structs.replace(answered.request, MaxWaitMs=msgspec.UNSET)
+    with pytest.raises(ScenarioError, match="expected the response to a FetchRequest message: FetchResponse, got 'VoteResponse'"):
+        parse(Path("s.scenario"), HEADER + step.replace(answer, "VoteResponse(LeaderEpoch=1)"))
 
 
 def test_a_hand_written_scenario_compiles_to_the_trace_it_means():
@@ -544,9 +562,11 @@ do run until quiet
 
 def test_every_request_and_response_handling_rule_has_a_scenario():
     """traces/scenarios/rule-RULE.scenario for every VOTE-, BEGIN-, END-, FETCH- and DESCRIBE-
-    handling rule a node applies (DESCRIBE-RESP-* are the admin client's), its last step citing it."""
+    handling rule a node applies (DESCRIBE-RESP-* are the admin client's), its last step citing it.
+    FETCH-REQ-7 (a held Fetch) is not yet taken by any named profile, so no scenario can follow it;
+    tests/rules/test_held_fetch.py steps it under the options that hold Fetches."""
     catalogue = tomllib.loads((ROOT / "spec" / "rules.toml").read_text())["rule"]
-    handling = [rule["id"] for rule in catalogue if re.fullmatch(r"(VOTE|BEGIN|END|FETCH)-(REQ|RESP)-.*|DESCRIBE-REQ-.*", rule["id"])]
+    handling = [rule["id"] for rule in catalogue if re.fullmatch(r"(VOTE|BEGIN|END|FETCH)-(REQ|RESP)-.*|DESCRIBE-REQ-.*", rule["id"]) and rule["id"] != "FETCH-REQ-7"]
     assert len(handling) == 40
     for rule in handling:
         scenario = parse(Path("x.scenario"), (ROOT / "traces" / "scenarios" / f"rule-{rule.lower()}.scenario").read_text())

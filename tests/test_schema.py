@@ -68,9 +68,12 @@ EXPECTED_FIELDS: dict[type, list[tuple[str, object, object]]] = {
     FetchRequest: [
         CLUSTER_ID,
         ("ReplicaId", int, 0),
+        ("ReplicaEpoch", int | msgspec.UnsetType, msgspec.UNSET),  # omissible: not carried at its default
+        ("MaxWaitMs", int | msgspec.UnsetType, msgspec.UNSET),
         ("CurrentLeaderEpoch", int, -1),
         ("FetchOffset", int, 0),
         ("LastFetchedEpoch", int, -1),
+        ("HighWatermark", int | msgspec.UnsetType, msgspec.UNSET),
     ],
     FetchResponse: [
         ERROR_CODE,

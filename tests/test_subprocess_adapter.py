@@ -13,7 +13,7 @@ import pytest
 from adapters.contract import AdapterError
 from adapters.model_adapter import ModelAdapter
 from adapters.subprocess_adapter import SubprocessAdapter
-from model.events import AppendResult, ClientAppend, Crash, Request, Resign, Response, Restart, Timer, TimerKind
+from model.events import Answer, AppendResult, ClientAppend, Crash, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.isr.events import AlterIsr, FetchNext, PowerLoss, ShrinkIsr, Startup
 from model.isr.state import LeaderAndIsr
 from model.messages import (
@@ -272,6 +272,28 @@ def test_unknown_field_in_a_sent_message_is_reported(make_adapter, tmp_path):
     drained = '{"ok": true, "sends": [' + vote + "]}"
     adapter = make_adapter(fake_node(tmp_path, replying(ANSWER, drained)))
     assert "$.sends[0].message has unknown fields Extra" in failure(adapter)
+
+
+def test_answers_to_earlier_requests_are_optional_and_their_omissible_fields_read_alike(make_adapter, tmp_path):
+    """A reply may carry `answers` (a held Fetch answered later, FETCH-REQ-7); an omissible field
+    (a Fetch's MaxWaitMs, ReplicaEpoch, HighWatermark) written at its default says what leaving
+    it out says, in answers and in sends alike; one the message does not know is still refused."""
+    held = msgspec.to_builtins(fetch(2, 1, 1, 1)) | {"MaxWaitMs": 500, "ReplicaEpoch": -1}
+    answered = msgspec.to_builtins(fetched((), 1))
+    answer = ANSWER[:-1] + ', "answers": [' + msgspec.json.encode({"destination": 2, "message": answered, "request": held}).decode() + "]}"
+    own = msgspec.json.encode({"destination": 1, "message": msgspec.to_builtins(fetch(3, 1, 1, 1)) | {"MaxWaitMs": 0, "HighWatermark": 9223372036854775807}}).decode()
+    drained = '{"ok": true, "sends": [' + own + "]}"
+    adapter = make_adapter(fake_node(tmp_path, replying(answer, drained, '{"ok": true, "state": {' + OBSERVED + "}}")))
+    adapter.start(header(3))
+    outputs = adapter.step(Timer(kind=TimerKind.ELECTION_TIMEOUT))
+    assert outputs == Outputs(sends=(Send(destination=1, message=fetch(3, 1, 1, 1)),), answers=(Answer(destination=2, message=fetched((), 1), request=msgspec.structs.replace(fetch(2, 1, 1, 1), MaxWaitMs=500)),))
+    assert outputs.sends[0].message.MaxWaitMs is msgspec.UNSET
+
+
+def test_an_answer_lacking_its_request_is_reported(make_adapter, tmp_path):
+    answer = ANSWER[:-1] + ', "answers": [{"destination": 2, "message": ' + msgspec.json.encode(fetched((), 1)).decode() + "}]}"
+    adapter = make_adapter(fake_node(tmp_path, replying(answer)))
+    assert "Object missing required field `request` - at `$.answers[0]`" in failure(adapter)
 
 
 def test_a_kraft_reply_needs_no_alter_isr(make_adapter, tmp_path):

@@ -149,20 +149,26 @@ def _message_or_none(message: object) -> str:
 
 
 def _sends_text(sends: Iterable) -> str:
-    return "; ".join(f"to {s.destination}: {message_text(s.message)}" for s in sends) or "none"
+    """Sends, or answers (each with the request it answers), in words."""
+    return "; ".join(f"to {s.destination}: {message_text(s.message)}" + (f" for {message_text(s.request)}" if hasattr(s, "request") else "") for s in sends) or "none"
+
+
+_MULTISETS = ("sends", "answers")  # the outputs compared as multisets, in any order
 
 
 def differing_part(expected: Outputs, expected_state: Observed | None, actual: Outputs, observed: Observed | None) -> str | None:
     """The first part of a step's outputs (and state) that is not as the specification allows:
-    `response`, `sends`, `append_result`, `alter_isr`, `shutdown` or `state`; the state only where
+    `response`, `sends`, `answers`, `append_result`, `alter_isr`, `shutdown` or `state`; the state only where
     both sides have one. Deciding this renders nothing, since most outcomes replay weighs are
     alternatives the node did not take."""
     if expected == actual and (expected_state is None or observed is None or expected_state == observed):
         return None  # the common case, decided without converting either side
     if type(expected.response) is not type(actual.response) or (expected.response is not None and not _same(expected.response, actual.response)):
         return "response"
-    if expected.sends != actual.sends and Counter(map(msgspec.json.encode, expected.sends)) != Counter(map(msgspec.json.encode, actual.sends)):
-        return "sends"
+    for field in _MULTISETS:
+        want, got = getattr(expected, field), getattr(actual, field)
+        if want != got and Counter(map(msgspec.json.encode, want)) != Counter(map(msgspec.json.encode, got)):
+            return field
     for field in ("append_result", "alter_isr"):
         if not _same(getattr(expected, field), getattr(actual, field)):
             return field
@@ -181,18 +187,19 @@ def compare(expected: Outputs, expected_state: Observed | None, actual: Outputs,
         return None
     if part == "response" and type(expected.response) is not type(actual.response):
         return Difference("response", _message_or_none(expected.response), _message_or_none(actual.response), ("response",), _json(expected.response), _json(actual.response))
-    if part == "sends":
-        want = Counter(msgspec.json.encode(s) for s in expected.sends)
-        got = Counter(msgspec.json.encode(s) for s in actual.sends)
-        missing = [s for s in expected.sends if want[msgspec.json.encode(s)] > got[msgspec.json.encode(s)]]
-        extra = [s for s in actual.sends if got[msgspec.json.encode(s)] > want[msgspec.json.encode(s)]]
+    if part in _MULTISETS:
+        expected_items, actual_items = getattr(expected, part), getattr(actual, part)
+        want = Counter(msgspec.json.encode(s) for s in expected_items)
+        got = Counter(msgspec.json.encode(s) for s in actual_items)
+        missing = [s for s in expected_items if want[msgspec.json.encode(s)] > got[msgspec.json.encode(s)]]
+        extra = [s for s in actual_items if got[msgspec.json.encode(s)] > want[msgspec.json.encode(s)]]
         return Difference(
-            "sends",
-            f"{_sends_text(expected.sends)} (missing: {_sends_text(missing)})",
-            f"{_sends_text(actual.sends)} (unexpected: {_sends_text(extra)})",
-            ("sends",),
-            _json(sorted(expected.sends, key=msgspec.json.encode)),
-            _json(sorted(actual.sends, key=msgspec.json.encode)),
+            part,
+            f"{_sends_text(expected_items)} (missing: {_sends_text(missing)})",
+            f"{_sends_text(actual_items)} (unexpected: {_sends_text(extra)})",
+            (part,),
+            _json(sorted(expected_items, key=msgspec.json.encode)),
+            _json(sorted(actual_items, key=msgspec.json.encode)),
         )
     if part == "shutdown":
         return Difference("shutdown", str(expected.shutdown), str(actual.shutdown), ("shutdown",), _json(expected.shutdown), _json(actual.shutdown))

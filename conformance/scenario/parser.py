@@ -17,9 +17,9 @@ from conformance.scenario.notation import ERROR_CODES, KEYWORD_STRUCTS, STATE_DE
 from model.cluster import Action, Append, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
 from model.choices import parse_picks
 from model.config import ConfigError
-from model.events import ClientAppend, Crash, Request, Resign, Response, Restart, Send, Timer, TimerKind
+from model.events import Answer, ClientAppend, Crash, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.isr.events import FetchNext, PowerLoss, ShrinkIsr, Startup
-from model.messages import REQUEST_TYPES, RESPONSE_FOR
+from model.messages import REQUEST_TYPES, RESPONSE_FOR, as_carried
 from model.network import Envelope
 from model.properties import PROPERTIES
 from model.isr.cluster import Action as IsrAction
@@ -412,7 +412,7 @@ class _Compiler:
         name = tree.children[0]
         if STRUCTS.get(str(name)) not in kinds:
             raise self.error(name, f"expected {what} message: {_one_of([kind.__name__ for kind in kinds])}, got {str(name)!r}")
-        return self.typed(tree, STRUCTS[str(name)], self.value(tree))
+        return as_carried(self.typed(tree, STRUCTS[str(name)], self.value(tree)))
 
     def outcome(self, event: object, header: dict[str, object], clauses: list[lark.Tree]) -> tuple[Outputs, Observed | None]:
         """What a step (or one of its alternatives) expects; a response answers the step's request."""
@@ -420,6 +420,7 @@ class _Compiler:
         what = f"the response to a {type(event.message).__name__}" if type(event) is Request else "a response"
         found: dict[str, object] = {}
         sends = []
+        held = []  # answers to earlier steps' requests
         state = None
         for clause in clauses:
             kind = clause.data.removeprefix("expect_")
@@ -430,13 +431,18 @@ class _Compiler:
             elif kind == "send":
                 destination, message = clause.children
                 sends.append(Send(destination=self.node_id(destination, header), message=self.message(message, REQUEST_TYPES, "a request")))
+            elif kind == "answer":
+                destination, message, request = clause.children
+                asked = self.message(request, REQUEST_TYPES, "a request")
+                given = self.message(message, (RESPONSE_FOR[type(asked)],), f"the response to a {type(asked).__name__}")
+                held.append(Answer(destination=self.node_id(destination, header), message=given, request=asked))
             elif kind == "shutdown":
                 found["shutdown"] = True
             elif kind == "state":
                 state = self.state(clause)
             else:
                 found[kind] = self.keyword_struct(kind, clause)
-        return Outputs(sends=tuple(sends), **found), state
+        return Outputs(sends=tuple(sends), answers=tuple(held), **found), state
 
     def state(self, clause: lark.Tree) -> Observed:
         role, *kwargs = clause.children

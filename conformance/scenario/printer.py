@@ -78,6 +78,7 @@ def outcome_lines(outputs: Outputs, state: Observed | None) -> list[str]:
     if outputs.response is not None:
         lines.append(f"expect response {value_text(outputs.response)}")
     lines.extend(f"expect send to {send.destination}: {value_text(send.message)}" for send in outputs.sends)
+    lines.extend(f"expect answer to {answer.destination}: {value_text(answer.message)} for {value_text(answer.request)}" for answer in outputs.answers)
     if outputs.append_result is not None:
         lines.append(keyword_line("expect append_result", non_defaults(outputs.append_result)))
     if outputs.shutdown:

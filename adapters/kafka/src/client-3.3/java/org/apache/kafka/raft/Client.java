@@ -40,7 +40,8 @@ final class Client {
 
     /** The client built with its full constructor and initialized; RaftConfig names the static voters. */
     static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, Timeouts timeouts, MockNetworkChannel channel,
-                                              MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, Random random, LogContext logContext) {
+                                              MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, ExpirationService expirations, Random random,
+                                              LogContext logContext) {
         Map<Integer, RaftConfig.AddressSpec> addresses = new HashMap<>();
         voters.forEach((id, address) -> addresses.put(id, new RaftConfig.InetAddressSpec(address)));
         RaftConfig config = new RaftConfig(addresses, timeouts.requestMs(), timeouts.retryBackoffMs(), timeouts.electionMs(),
@@ -54,7 +55,7 @@ final class Client {
             new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES),
             time,
             new Metrics(time),
-            new MockExpirationService(time),
+            expirations,
             0,
             clusterId,
             OptionalInt.of(nodeId),

@@ -42,7 +42,8 @@ final class Client {
 
     /** The client built with its full constructor and initialized with the static voters. */
     static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, Timeouts timeouts, MockNetworkChannel channel,
-                                              MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, Random random, LogContext logContext) {
+                                              MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, ExpirationService expirations, Random random,
+                                              LogContext logContext) {
         QuorumConfig config = new QuorumConfig(timeouts.requestMs(), timeouts.retryBackoffMs(), timeouts.electionMs(),
             timeouts.electionBackoffMaxMs(), timeouts.fetchMs(), 0);
         KafkaRaftClient<Integer> client = new KafkaRaftClient<>(
@@ -54,7 +55,7 @@ final class Client {
             log,
             new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES),
             time,
-            new MockExpirationService(time),
+            expirations,
             0,
             clusterId,
             List.of(),

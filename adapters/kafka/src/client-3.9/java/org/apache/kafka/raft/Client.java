@@ -44,7 +44,8 @@ final class Client {
 
     /** The client built with its full constructor and initialized with the static voters. */
     static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, Timeouts timeouts, MockNetworkChannel channel,
-                                              MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, Random random, LogContext logContext) {
+                                              MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, ExpirationService expirations, Random random,
+                                              LogContext logContext) {
         KafkaRaftClient<Integer> client = new KafkaRaftClient<>(
             OptionalInt.of(nodeId),
             new Uuid(0L, nodeId + 1L),
@@ -54,7 +55,7 @@ final class Client {
             log,
             new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES),
             time,
-            new MockExpirationService(time),
+            expirations,
             0,
             true,
             clusterId,

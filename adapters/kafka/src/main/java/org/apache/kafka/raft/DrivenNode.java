@@ -47,6 +47,8 @@ final class DrivenNode {
     private final Random random = new Random(RANDOM_SEED);
     private final List<RaftRequest.Outbound> undrained = new ArrayList<>();
     private final Map<Integer, RaftRequest.Outbound> awaitingResponse = new LinkedHashMap<>();
+    private final List<Unanswered> unanswered = new ArrayList<>();  // requests not answered at their command, oldest first
+    private Expirations expirations;
     private MockNetworkChannel channel;
     private MockMessageQueue queue;
     private KafkaRaftClient<Integer> client;
@@ -85,10 +87,12 @@ final class DrivenNode {
         channel = Client.newChannel(correlationIds, voters);
         queue = new MockMessageQueue();
         awaitingResponse.clear();
+        unanswered.clear();
+        expirations = new Expirations();
         log.reopen();
         Map<Integer, InetSocketAddress> voterAddresses = new HashMap<>();
         voters.forEach(id -> voterAddresses.put(id, Messages.address(id)));
-        client = Client.newClient(nodeId, clusterId, voterAddresses, timeouts, channel, queue, log, store, time, random, new LogContext("[node " + nodeId + "] "));
+        client = Client.newClient(nodeId, clusterId, voterAddresses, timeouts, channel, queue, log, store, time, expirations, random, new LogContext("[node " + nodeId + "] "));
         shutdown = false;
         pollUntilQuiet();
     }
@@ -158,7 +162,8 @@ final class DrivenNode {
 
     // ---- input commands; each returns the reply's response (or null) and sets append_result
 
-    ObjectNode request(JsonNode message) {
+    /** A request from `source`: the response, or null where the node holds it (a Fetch in its purgatory) or drops it. */
+    ObjectNode request(int source, JsonNode message) {
         if (!isUp()) {
             return null;
         }
@@ -167,7 +172,35 @@ final class DrivenNode {
         client.handle(inbound);
         pollUntilQuiet();
         RaftResponse.Outbound response = inbound.completion.getNow(null);
-        return response == null ? null : messages.response(Messages.overTheWire(response.data()));
+        if (response == null) {
+            unanswered.add(new Unanswered(source, message, inbound));
+            return null;
+        }
+        return messages.response(Messages.overTheWire(response.data()));
+    }
+
+    /** A request the node did not answer at its command, as it came from `source`. */
+    private record Unanswered(int source, JsonNode message, RaftRequest.Inbound inbound) {
+    }
+
+    /**
+     * The responses the node has sent since the last call to requests of earlier commands (a held
+     * Fetch completed by an append, a resignation, a new leader or its wait running out), each with
+     * the request it answers as that request came.
+     */
+    ArrayNode takeAnswers() {
+        ArrayNode answers = JSON.arrayNode();
+        for (var pending = unanswered.iterator(); pending.hasNext(); ) {
+            Unanswered request = pending.next();
+            RaftResponse.Outbound response = request.inbound().completion.getNow(null);
+            if (response != null) {
+                pending.remove();
+                ObjectNode answer = answers.addObject().put("destination", request.source());
+                answer.set("message", messages.response(Messages.overTheWire(response.data())));
+                answer.set("request", request.message());
+            }
+        }
+        return answers;
     }
 
     /** Delivers a response to the newest request the node sent to `source` with these contents; one it is not awaiting is lost. */
@@ -224,6 +257,12 @@ final class DrivenNode {
                     sleepAndPoll(timeouts.retryBackoffMs());
                 }
             }
+            case "fetch_wait" -> {
+                // No time moves: the oldest held Fetch's wait runs out on its own (Expirations).
+                if (expirations.expireOldest()) {
+                    pollUntilQuiet();
+                }
+            }
             default -> throw new IllegalArgumentException("unknown timer kind " + kind);
         }
     }
@@ -276,6 +315,7 @@ final class DrivenNode {
     private void goDown() {
         log.flush(true);
         client = null;
+        unanswered.clear();  // the process is gone: what it held is never answered
     }
 
     void restart() {

@@ -104,7 +104,7 @@ public final class KraftcheckNode {
         ObjectNode response = null;
         ObjectNode appendResult = null;
         switch (name) {
-            case "request" -> response = driven.request(command.path("message"));
+            case "request" -> response = driven.request(command.path("source").asInt(), command.path("message"));
             case "response" -> driven.response(command.path("source").asInt(), command.path("request"), command.path("message"));
             case "timer" -> driven.timer(command.path("kind").asText());
             case "append" -> appendResult = driven.append(command.path("value").asInt());
@@ -117,6 +117,10 @@ public final class KraftcheckNode {
         reply.set("response", response);
         reply.set("append_result", appendResult);
         reply.put("shutdown", driven.takeShutdown());
+        ArrayNode answers = driven.takeAnswers();
+        if (!answers.isEmpty()) {  // optional in the protocol: left out where there is none
+            reply.set("answers", answers);
+        }
         return reply;
     }
 

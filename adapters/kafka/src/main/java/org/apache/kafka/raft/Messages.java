@@ -94,12 +94,14 @@ final class Messages {
             case "EndQuorumEpochRequest":
                 return Api.endQuorumEpochRequest(clusterId, integer(message, "LeaderEpoch"), integer(message, "LeaderId"), ids(message.path("PreferredSuccessors")));
             case "FetchRequest":
-                return Api.fetchFrom(integer(message, "ReplicaId"), RaftUtil.singletonFetchRequest(PARTITION, TOPIC_ID, partition -> partition
-                        .setCurrentLeaderEpoch(integer(message, "CurrentLeaderEpoch"))
-                        .setFetchOffset(message.path("FetchOffset").asLong())
-                        .setLastFetchedEpoch(integer(message, "LastFetchedEpoch")))
+                return Api.fetchFrom(integer(message, "ReplicaId"), RaftUtil.singletonFetchRequest(PARTITION, TOPIC_ID, partition -> {
+                        partition.setCurrentLeaderEpoch(integer(message, "CurrentLeaderEpoch"))
+                            .setFetchOffset(message.path("FetchOffset").asLong())
+                            .setLastFetchedEpoch(integer(message, "LastFetchedEpoch"));
+                        setHighWatermark(partition, message);
+                    })
                     .setClusterId(clusterId)
-                    .setMaxWaitMs(0)
+                    .setMaxWaitMs(message.path("MaxWaitMs").asInt(0))  // omissible: 0, answer at once, when not carried
                     .setMaxBytes(FETCH_MAX_BYTES));
             case "DescribeQuorumRequest":
                 return Api.describeQuorumRequest();
@@ -168,8 +170,11 @@ final class Messages {
         } else if (data instanceof FetchRequestData fetch) {
             FetchRequestData.FetchPartition partition = fetch.topics().get(0).partitions().get(0);
             int replicaId = new FetchRequest(fetch, version(fetch)).replicaId();  // where its version carries it (KIP-903 moved it in v15)
-            return message("FetchRequest").put("ClusterId", fetch.clusterId()).put("ReplicaId", replicaId)
-                .put("CurrentLeaderEpoch", partition.currentLeaderEpoch()).put("FetchOffset", partition.fetchOffset()).put("LastFetchedEpoch", partition.lastFetchedEpoch());
+            ObjectNode sent = message("FetchRequest").put("ClusterId", fetch.clusterId()).put("ReplicaId", replicaId);
+            if (fetch.maxWaitMs() != 0) {  // omissible: written where it is not its default, as kraftcheck writes it
+                sent.put("MaxWaitMs", fetch.maxWaitMs());
+            }
+            return sent.put("CurrentLeaderEpoch", partition.currentLeaderEpoch()).put("FetchOffset", partition.fetchOffset()).put("LastFetchedEpoch", partition.lastFetchedEpoch());
         }
         throw new Unsupported("a " + ApiKeys.forId(data.apiKey()).name + " request, which kraftcheck's messages do not have");
     }
@@ -259,6 +264,23 @@ final class Messages {
 
     static ObjectNode message(String type) {
         return JSON.objectNode().put("type", type);
+    }
+
+    /**
+     * A Fetch's HighWatermark (KIP-1166: Fetch v18, Kafka 4.1 on), where the message carries one and
+     * the release's classes have the field; before, the Fetch at the release's version carries none.
+     */
+    private static void setHighWatermark(FetchRequestData.FetchPartition partition, JsonNode message) {
+        if (!message.has("HighWatermark")) {
+            return;
+        }
+        try {
+            FetchRequestData.FetchPartition.class.getMethod("setHighWatermark", long.class).invoke(partition, message.path("HighWatermark").asLong());
+        } catch (NoSuchMethodException before) {
+            // a release before KIP-1166: nothing to set
+        } catch (ReflectiveOperationException failed) {
+            throw new IllegalStateException("FetchPartition.setHighWatermark", failed);
+        }
     }
 
     static int integer(JsonNode message, String field) {
