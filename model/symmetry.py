@@ -66,6 +66,7 @@ def rename_node(state: NodeState, names: Mapping[int, int], position: Mapping[in
         fetched=frozenset(rename_id(i, names) for i in state.fetched),
         replica_offsets=offsets,
         fetching=rename_value(state.fetching, names),
+        aside=None if state.aside is None else (rename_id(state.aside[0], names), rename_value(state.aside[1], names)),
         held=tuple(replace(rename_value(h, names), source=rename_id(h.source, names)) for h in state.held) if state.held else state.held,
     )
 

@@ -190,6 +190,23 @@ def test_renaming_commutes_with_every_transition_but_resignation():
     assert checked == 30 * 120
 
 
+def test_renaming_a_node_renames_every_node_id_it_holds():
+    """What the explorer's symmetry renames (model/symmetry.py rename_node): the voter an
+    observer's second Fetch waits on (NodeState.aside, kafka-3.7) and who sent each held Fetch too."""
+    from model.messages import FetchRequest, FetchResponse, LeaderIdAndEpoch
+    from model.state import HeldFetch, NodeState, Role
+    from model.symmetry import rename_node
+
+    fetch = FetchRequest(ClusterId="kraft-cluster", ReplicaId=4, CurrentLeaderEpoch=1)
+    answer = FetchResponse(CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=1))
+    names, position = {1: 2, 2: 3, 3: 1}, {0: 1, 1: 2, 2: 0, 3: 3}
+    observer = NodeState(role=Role.OBSERVER, epoch=1, leader_id=1, aside=(3, fetch), fetching=fetch)
+    assert rename_node(observer, names, position).aside == (1, fetch)
+    leader = NodeState(role=Role.LEADER, epoch=1, leader_id=2, held=(HeldFetch(source=3, request=msgspec.structs.replace(fetch, ReplicaId=3), response=answer),))
+    (held,) = rename_node(leader, names, position).held
+    assert (held.source, held.request.ReplicaId, held.response.CurrentLeader.LeaderId) == (1, 1, 2)
+
+
 # Broken model variants whose bugs show under message loss: (cluster, faults, max epoch, max elections).
 BROKEN = {
     "faulty-forget-vote": (ClusterConfig(voters=(1, 2), profile="faulty-forget-vote"), Bounds(client_values=0, max_crashes=1, retries=False, progress_timeouts=False), 2, None),
