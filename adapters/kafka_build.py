@@ -39,9 +39,13 @@ VERSION_PROFILES = {
 }  # fmt: skip
 # The Kafka defects (Apache Kafka's issue keys) for which a release departs from its profile, a
 # profile pinning what a release line does by design, not its bugs (docs/certification/README.md,
-# "Historical bugs"): each is fixed in the next release line.
+# "Historical bugs"): each is fixed in a later release.
 _NO_CHECK_QUORUM = ("KAFKA-15489",)  # fixed in 3.7.0: a leader no majority fetches from resigns (PROGRESS-1)
-KNOWN_DEFECTS = {"3.3.2": _NO_CHECK_QUORUM, "3.4.1": _NO_CHECK_QUORUM, "3.5.2": _NO_CHECK_QUORUM, "3.6.2": _NO_CHECK_QUORUM, "3.8.1": ("KAFKA-17067",)}
+_HELD_DIVERGING = ("KAFKA-15100",)  # fixed in 3.5.2: a Fetch whose answer diverges is not held (FETCH-REQ-7)
+KNOWN_DEFECTS = {
+    "3.3.2": _NO_CHECK_QUORUM + _HELD_DIVERGING, "3.4.1": _NO_CHECK_QUORUM + _HELD_DIVERGING, "3.5.2": _NO_CHECK_QUORUM, "3.6.2": _NO_CHECK_QUORUM,
+    "3.8.1": ("KAFKA-17067",),
+}  # fmt: skip
 # The node's timeouts (adapters/kafka/src/main/java/org/apache/kafka/raft/Timeouts.java): a
 # `timer` command jumps mock time to that timer's expiry, and these decide what expires with it.
 TIMEOUTS = {

@@ -276,13 +276,14 @@ PROFILES: dict[str, Options] = {
         check_quorum_resets_on_majority=True, voter_set_unchecked=True, end_epoch_as_news=True, conflicting_leader_fatal=True,
         cluster_id_conflict_fatal=False, describe_refusal_defaults=True, invalid_request_response_fatal=True, high_watermark_regression_fatal=True,
         leader_change_lists_voters=True, begin_epoch_heartbeat=True, unexpected_fetch_error_elsewhere=True, sole_voter_stands_at_start=True,
-        truncate_by_own_epochs=True,
+        truncate_by_own_epochs=True, fetch_max_wait_ms=500, held_fetches=True,
     ),
 }
 # Apache Kafka 4.x: Kafka 3.9's readings, with pre-vote (KIP-996), a follower's vote kept in the
 # quorum-state file beside its leader (ElectionState.withElectedLeader's votedKey), and a restart
-# that stands again on its own vote first. Kafka 4.0 and 4.3 read the KIP alike; they differ at a
-# choice point only (PINS: a 4.0 candidate that lost still backs off for a random time).
+# that stands again on its own vote first. Kafka 4.1 on (kafka-4.3) adds KIP-1166, the fetcher's
+# high watermark in its Fetch; 4.0 and 4.3 differ otherwise at a choice point only (PINS: a 4.0
+# candidate that lost still backs off for a random time).
 PROFILES["kafka-4.0"] = msgspec.structs.replace(
     PROFILES["kafka-3.9"],
     pre_vote=True,
@@ -292,7 +293,7 @@ PROFILES["kafka-4.0"] = msgspec.structs.replace(
     observer_fetch_timeout=False,
     follower_refuses_votes=True,
 )
-PROFILES["kafka-4.3"] = PROFILES["kafka-4.0"]
+PROFILES["kafka-4.3"] = msgspec.structs.replace(PROFILES["kafka-4.0"], fetch_carries_high_watermark=True)
 # Apache Kafka 3.8, before KIP-853: a voter that knows no leader waits for its election timer
 # (pollUnattachedAsVoter) instead of fetching, the leader re-sends BeginQuorumEpoch only to the
 # voters that have not acknowledged it (pollLeader: state.nonAcknowledgingVoters()), a voter an

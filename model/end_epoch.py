@@ -1,5 +1,6 @@
 """EndQuorumEpoch: a leader's graceful resignation and the successors' prioritised elections."""
 
+from model import held
 from model.config import NodeConfig
 from model.events import Response, Send, SetTimer, TimerKind
 from model.messages import EndQuorumEpochRequest, EndQuorumEpochResponse
@@ -105,8 +106,12 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
     unlisted = 0 if config.options.end_epoch_unlisted_first else len(successors)
     position = successors.index(config.node_id) if config.node_id in successors else unlisted
     if position == 0:  # stands at once, before the follower it just became fetches
+        refused: tuple = ()
+        if unknown and state.held:  # becoming a follower failed the Fetches it held (a leader until now)
+            state, refused = held.refuse(config, state)
+            rules += ("FETCH-REQ-7",)
         candidate, outputs = stand(config, state)
-        answered = answer(candidate if config.choices.pick("END-REQ-5") == "after-standing" else state, rules, extra=outputs)
+        answered = answer(candidate if config.choices.pick("END-REQ-5") == "after-standing" else state, rules, extra=refused + outputs)
         return Transition(candidate, answered.outputs, answered.rules + ("END-REQ-5",) + standing_rules(candidate))
     timer = SetTimer(kind=TimerKind.FETCH_TIMEOUT, delay_ms=successor_backoff_ms(config, position))
     return answer(state, rules + ("END-REQ-6",), extra=followed + (timer,))

@@ -221,8 +221,10 @@ def take_answer(config: NodeConfig, state: NodeState, event: Response) -> Transi
     rules: tuple[str, ...] = ("FETCH-RESP-3", "HW-4", "FETCH-SEND-2", "FETCH-SEND-1")
     replicated = replicate(config, state, response)
     if config.options.high_watermark_regression_fatal and 0 <= replicated.high_watermark < state.high_watermark:
+        # Kafka appends the records first (handleFetchResponse: appendAsFollower, then
+        # updateFollowerHighWatermark throws), so the node stops with them in its log.
         reason = f"Fetch response from {event.source}: high watermark {response.HighWatermark} is below ours, {state.high_watermark}"
-        return shut_down(state, reason, ("HW-4",))
+        return shut_down(replace(state, log=replicated.log), reason, ("HW-4",))
     records = response.Records or ()
     if records and records[0].Offset == len(state.log) and any(not isinstance(r.Value, int) for r in records):
         rules += ("FETCH-RESP-5",)

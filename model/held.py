@@ -29,9 +29,8 @@ def settle(config: NodeConfig, before: NodeState, transition: Transition) -> Tra
     if not waiting:
         return transition
     if leadership_ended(before, after):
-        refusal = fetch_response(config, after, errors.NOT_LEADER_OR_FOLLOWER)
-        answers = tuple(Answer(destination=h.source, message=refusal, request=h.request) for h in waiting)
-        return Transition(replace(after, held=holding[len(waiting) :] or msgspec.UNSET), transition.outputs + answers, transition.rules + ("FETCH-REQ-7",))
+        refused, answers = refuse(config, after, len(waiting))
+        return Transition(refused, transition.outputs + answers, transition.rules + ("FETCH-REQ-7",))
     if after.role != Role.LEADER:
         return transition
     moved = config.options.fetch_carries_high_watermark and after.high_watermark != before.high_watermark
@@ -44,6 +43,18 @@ def settle(config: NodeConfig, before: NodeState, transition: Transition) -> Tra
         state, answered = answer_afresh(config, state, waiting[i])
         outputs += answered
     return Transition(state, outputs, rules)
+
+
+def refuse(config: NodeConfig, state: NodeState, count: int | None = None) -> tuple[NodeState, tuple[Answer, ...]]:
+    """The first `count` held Fetches (all by default) answered NOT_LEADER_OR_FOLLOWER as `state`
+    answers, as Kafka fails its purgatory on resigning or following (completeAllExceptionally),
+    and the state without them. The EndQuorumEpoch handler calls it where a node follows and
+    stands in one step, so the answers name the leader it followed in between."""
+    holding = held_fetches(state)
+    failed = holding if count is None else holding[:count]
+    refusal = fetch_response(config, state, errors.NOT_LEADER_OR_FOLLOWER)
+    answers = tuple(Answer(destination=h.source, message=refusal, request=h.request) for h in failed)
+    return replace(state, held=holding[len(failed) :] or msgspec.UNSET), answers
 
 
 def leadership_ended(before: NodeState, after: NodeState) -> bool:

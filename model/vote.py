@@ -23,6 +23,7 @@ from model.transitions import (
     shut_down,
     stand,
     standing_rules,
+    vote_request,
 )
 from model.events import Response, Send
 from model.validity import ahead_of_epoch_check, vote_refusal
@@ -94,9 +95,14 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
     if not up_to_date and not config.options.vote_without_log_check:
         return answer(state, False, rules + ("VOTE-REQ-4B", "VOTE-LOG-1"), extra=outputs)
     voted = replace(state, voted_id=request.CandidateId)
-    if voted.role == Role.PROSPECTIVE:  # its own pre-vote starts over, bound by the vote it gave
+    if voted.role == Role.PROSPECTIVE:
+        # Its own pre-vote starts over, bound by the vote it gave: Kafka replaces the
+        # ProspectiveState (QuorumState.prospectiveAddVotedState), which forgets the answers it had,
+        # and asks again each voter that answered; a request to the others is still in flight.
+        answered = (state.granted | state.refused) - {config.node_id}
         voted = replace(voted, granted=frozenset((config.node_id,)), refused=frozenset())
-        outputs += (election_timer(config),)
+        again = vote_request(config, voted)
+        outputs += (election_timer(config),) + tuple(Send(destination=v, message=again) for v in config.voters if v in answered)
     return answer(voted, True, rules + ("VOTE-REQ-4B", "VOTE-LOG-1", "QSTATE-2"), extra=outputs)
 
 

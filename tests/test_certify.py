@@ -11,12 +11,15 @@ import pytest
 from adapters.model_adapter import ModelAdapter
 from adapters.mutants import MUTANTS, mutant_adapter
 from conformance.certify.certification import certify
-from conformance.certify.replay import replay, trace_files
+from conformance.certify.replay import differing_part, replay, trace_files
 from conformance.cli import main
 from conformance.corpus.generate import CORPUS_CONFIGS, DEFAULT_CORPUS, MANIFEST, GenerateOptions, generate, write_corpus
 from conformance.explore.configs import resolve
+from model.events import Send
+from model.messages import FetchRequest
 from spec import trace as traces
 from spec.rules import load_rules
+from spec.trace import Outputs
 
 SHIPPED = trace_files(DEFAULT_CORPUS)
 
@@ -209,3 +212,19 @@ def test_a_trace_starting_from_persisted_state_shortens_from_that_state():
     assert (result.verdict, result.divergence.step) == ("departs", 1)
     shortened, _ = shorten(lambda: mutant_adapter("restart-resumes-leadership"), trace, result.divergence.step)
     assert shortened.header.initial == initial and [s.input for s in shortened.steps] == [Restart()]
+
+
+def test_a_fetch_field_the_profile_leaves_open_is_not_compared_and_one_it_pins_is():
+    """KIP-595 names a Fetch's MaxWaitMs and says nothing of its value: where the model sends none
+    (kip595), a node that asks to wait 500 ms does what the specification allows; where the
+    profile pins it (Kafka's 500), a node that asks for another wait, or none, departs."""
+    def sends(**fields) -> Outputs:
+        fetch = FetchRequest(ClusterId="kraft-cluster", ReplicaId=2, CurrentLeaderEpoch=1, FetchOffset=1, LastFetchedEpoch=1, **fields)
+        return Outputs(sends=(Send(destination=1, message=fetch),))
+
+    assert differing_part(sends(), None, sends(MaxWaitMs=500), None) is None
+    assert differing_part(sends(), None, sends(MaxWaitMs=500, HighWatermark=3), None) is None
+    assert differing_part(sends(MaxWaitMs=500), None, sends(MaxWaitMs=500), None) is None
+    assert differing_part(sends(MaxWaitMs=500), None, sends(), None) == "sends"
+    assert differing_part(sends(MaxWaitMs=500), None, sends(MaxWaitMs=100), None) == "sends"
+    assert differing_part(sends(HighWatermark=-1), None, sends(HighWatermark=2), None) == "sends"

@@ -25,6 +25,7 @@ from conformance.corpus.reference import build_trace, event_text
 from conformance.text import message_text, readable
 from model.choices import CHOICE_POINTS, ONE_WAY, Outcome, allowed_transitions, rule_of
 from model.events import Response
+from model.messages import OMISSIBLE_DEFAULTS
 from spec import errors
 from spec.attribution import attributed_rules
 from spec import trace as traces
@@ -156,6 +157,25 @@ def _sends_text(sends: Iterable) -> str:
 _MULTISETS = ("sends", "answers")  # the outputs compared as multisets, in any order
 
 
+def as_prescribed(expected: tuple, actual: tuple) -> tuple:
+    """The node's sends with each omissible field (a Fetch's MaxWaitMs, HighWatermark,
+    ReplicaEpoch) left out where the model prescribes none: where no expected message of that
+    type carries it, the profile leaves its value open (KIP-595 names MaxWaitMs and says nothing
+    of its value), so whatever the node carries there is not compared."""
+    carried = {(type(s.message), name) for s in expected for name in OMISSIBLE_DEFAULTS.get(type(s.message), ()) if getattr(s.message, name) is not msgspec.UNSET}
+    typed = {type(s.message) for s in expected}
+
+    def prescribed(send):
+        message = send.message
+        kind = type(message)
+        if kind not in typed:
+            return send
+        open_fields = {name: msgspec.UNSET for name in OMISSIBLE_DEFAULTS.get(kind, ()) if (kind, name) not in carried and getattr(message, name) is not msgspec.UNSET}
+        return msgspec.structs.replace(send, message=msgspec.structs.replace(message, **open_fields)) if open_fields else send
+
+    return tuple(map(prescribed, actual))
+
+
 def differing_part(expected: Outputs, expected_state: Observed | None, actual: Outputs, observed: Observed | None) -> str | None:
     """The first part of a step's outputs (and state) that is not as the specification allows:
     `response`, `sends`, `answers`, `append_result`, `alter_isr`, `shutdown` or `state`; the state only where
@@ -167,7 +187,7 @@ def differing_part(expected: Outputs, expected_state: Observed | None, actual: O
         return "response"
     for field in _MULTISETS:
         want, got = getattr(expected, field), getattr(actual, field)
-        if want != got and Counter(map(msgspec.json.encode, want)) != Counter(map(msgspec.json.encode, got)):
+        if want != got and Counter(map(msgspec.json.encode, want)) != Counter(map(msgspec.json.encode, as_prescribed(want, got) if field == "sends" else got)):
             return field
     for field in ("append_result", "alter_isr"):
         if not _same(getattr(expected, field), getattr(actual, field)):
@@ -189,6 +209,8 @@ def compare(expected: Outputs, expected_state: Observed | None, actual: Outputs,
         return Difference("response", _message_or_none(expected.response), _message_or_none(actual.response), ("response",), _json(expected.response), _json(actual.response))
     if part in _MULTISETS:
         expected_items, actual_items = getattr(expected, part), getattr(actual, part)
+        if part == "sends":
+            actual_items = as_prescribed(expected_items, actual_items)
         want = Counter(msgspec.json.encode(s) for s in expected_items)
         got = Counter(msgspec.json.encode(s) for s in actual_items)
         missing = [s for s in expected_items if want[msgspec.json.encode(s)] > got[msgspec.json.encode(s)]]

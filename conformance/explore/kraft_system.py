@@ -38,7 +38,7 @@ from model.cluster import (
 from model.config import ClusterConfig, ConfigError
 from model.messages import BeginQuorumEpochResponse, FetchResponse
 from model.network import Envelope
-from model.state import NodeState
+from model.state import NodeState, held_fetches
 
 _encode = msgspec.msgpack.Encoder(order="deterministic").encode
 
@@ -142,9 +142,11 @@ class KraftSystem:
         self.capacity = sys.maxsize if max_in_flight is None else max_in_flight
         self.drops = faults.loss and max_in_flight is not None
         self.max_elections = max_elections
-        # Renaming nodes is exact only while every rule treats nodes alike; resignation breaks
+        # Renaming nodes is exact only while every rule treats nodes alike; resignation (a fault,
+        # or a leader's progress timeout under a profile that resigns on it) breaks
         # PreferredSuccessors ties by node id, so it turns symmetry off.
-        self.symmetry = symmetry and not faults.resign
+        resigns = faults.resign or (faults.progress_timeouts and config.options.progress_timeout_resigns)
+        self.symmetry = symmetry and not resigns
         self.size = len(config.nodes)
         voters, observers = len(config.voters), len(config.observers)
         if self.symmetry and self.size > MAX_SYMMETRIC_NODES:
@@ -162,6 +164,7 @@ class KraftSystem:
         self._records: dict = {}
         self._node_actions: dict = {}
         self._checks: dict = {}
+        self._held_counts: dict[int, int] = {}
         self._signatures: dict[int, tuple] = {}
         self._inert_below: dict[int, tuple[int, int]] = {}
         self._orders: dict[tuple[int, ...], list] = {}
@@ -201,7 +204,7 @@ class KraftSystem:
             drop = (prefix, (), 0, False, canonical, None, self._fast(canonical, False, ()))  # a loss: a move that changes no node
             moves = self._moves[prefix] = ({}, self._node_moves(prefix), drop)
         deliveries, node_moves, drop = moves
-        room = self.capacity - len(bag)
+        room = self.capacity - len(bag) - sum(map(self._held, prefix[:size]))
         duplication, drops = self.faults.duplication, self.drops
         handles = []
         previous = -1
@@ -445,7 +448,17 @@ class KraftSystem:
         epoch_changed = self.nodes.values[after].epoch != self.nodes.values[before].epoch
         next_prefix = node_ids + (next_history,)
         canonical = self._canonical_of(next_prefix)
-        return next_prefix, live, len(sent), epoch_changed, canonical, key, self._fast(canonical, epoch_changed, live)
+        held = self._held(after) - self._held(before)  # a held Fetch is a request the network still owes an answer
+        return next_prefix, live, len(sent) + held, epoch_changed, canonical, key, self._fast(canonical, epoch_changed, live)
+
+    def _held(self, node_id: int) -> int:
+        """How many Fetches a node state holds unanswered (FETCH-REQ-7). They count against
+        max_in_flight as the messages in flight do: each will put an answer in flight, and a
+        fetcher's re-sends could otherwise pile up held Fetches without bound."""
+        held = self._held_counts.get(node_id)
+        if held is None:
+            held = self._held_counts[node_id] = len(held_fetches(self.nodes.values[node_id]))
+        return held
 
     def _fast(self, canonical: tuple, epoch_changed: bool, sent: tuple[int, ...]) -> tuple | None:
         """What expand() needs to fingerprint a move's successor from its parent's bag: (the next

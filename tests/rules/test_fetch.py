@@ -469,6 +469,18 @@ def test_fetch_resp_2_truncation_below_the_high_watermark_is_fatal():
     assert (after.state, after.outputs) == (t.state, ())
 
 
+def test_hw_4_a_high_watermark_below_the_followers_stops_it_with_the_records_appended_under_kafkas_reading():
+    """HW-4 under Options.high_watermark_regression_fatal: Kafka appends the response's records
+    before it takes the high watermark and throws (handleFetchResponse: appendAsFollower, then
+    updateFollowerHighWatermark), so the node stops with the records in its log."""
+    cfg = config(2, high_watermark_regression_fatal=True)
+    s = follower(2, 1, 1, log(1, 1), high_watermark=2)
+    records = log(1, 1, 1)[2:]
+    t = response(cfg, s, 1, answer(1, 1, 1, records=records), s.fetching)
+    assert t.state.role == Role.DOWN and t.state.log == log(1, 1, 1)
+    assert [type(o) for o in t.outputs] == [Shutdown] and t.rules == ("HW-4",)
+
+
 def test_fetch_resp_2_truncation_down_to_the_high_watermark_is_obeyed():
     """FETCH-RESP-2: truncating exactly to the high watermark drops only uncommitted records."""
     cfg = config(2)

@@ -6,7 +6,7 @@ from conftest import CLUSTER_ID, config, leader_change, leader_state, log, reque
 from model import node
 from model.cluster import outgoing
 from model.events import Answer, ClientAppend, Crash, Request, Resign, TimerKind
-from model.messages import BeginQuorumEpochRequest, EpochEndOffset, FetchRequest, FetchResponse, LeaderIdAndEpoch
+from model.messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, EpochEndOffset, FetchRequest, FetchResponse, LeaderIdAndEpoch, VoteRequest
 from model.state import Role
 from model.transitions import fetch_request
 from spec import errors
@@ -122,3 +122,17 @@ def test_an_answer_travels_as_the_response_to_the_request_it_answers():
     (envelope,) = outgoing(1, ClientAppend(value=7), t)
     assert (envelope.destination, envelope.request) == (2, waiting_fetch(2))
     assert outgoing(1, Request(source=2, message=waiting_fetch(2)), request(cfg, holding_leader(cfg), 2, waiting_fetch(2))) == []
+
+
+def test_fetch_req_7_a_node_that_follows_and_stands_in_one_step_answers_as_the_follower_it_was_in_between():
+    """Held Fetches stay through a vote; an EndQuorumEpoch of a newer epoch (Options.end_epoch_as_news)
+    that names the node first successor makes it follow the resigning leader and stand at once:
+    Kafka fails its purgatory as it becomes that follower (onBecomeFollower), so the refusals name
+    the leader it followed, not the candidate it ends as."""
+    cfg = config(1, end_epoch_as_news=True, **HOLDING)
+    voted = request(cfg, holding_leader(cfg, 3), 2, VoteRequest(ClusterId=CLUSTER_ID, CandidateEpoch=2, CandidateId=2, LastOffsetEpoch=1, LastOffset=0))
+    assert (voted.state.role, voted.state.voted_id) == (Role.UNATTACHED, 2) and [h.source for h in voted.state.held] == [3]
+    ended = request(cfg, voted.state, 2, EndQuorumEpochRequest(ClusterId=CLUSTER_ID, ReplicaId=2, LeaderId=2, LeaderEpoch=2, PreferredSuccessors=(1, 3)))
+    assert (ended.state.role, ended.state.epoch) == (Role.CANDIDATE, 3) and not ended.state.held
+    assert [o for o in ended.outputs if type(o) is Answer] == [Answer(destination=3, message=answer(2, 1, leader=2, error=errors.NOT_LEADER_OR_FOLLOWER), request=waiting_fetch(3))]
+    assert "FETCH-REQ-7" in ended.rules

@@ -56,7 +56,7 @@ final class Client {
             time,
             new Metrics(time),
             expirations,
-            0,
+            Timeouts.FETCH_MAX_WAIT_MS,
             clusterId,
             OptionalInt.of(nodeId),
             logContext,

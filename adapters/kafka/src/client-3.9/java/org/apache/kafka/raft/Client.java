@@ -56,7 +56,7 @@ final class Client {
             new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES),
             time,
             expirations,
-            0,
+            Timeouts.FETCH_MAX_WAIT_MS,
             true,
             clusterId,
             List.of(),

@@ -28,6 +28,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
 
 /**
  * The one place where kraftcheck's messages (spec/subprocess-protocol.md: the flattened
@@ -174,7 +175,9 @@ final class Messages {
             if (fetch.maxWaitMs() != 0) {  // omissible: written where it is not its default, as kraftcheck writes it
                 sent.put("MaxWaitMs", fetch.maxWaitMs());
             }
-            return sent.put("CurrentLeaderEpoch", partition.currentLeaderEpoch()).put("FetchOffset", partition.fetchOffset()).put("LastFetchedEpoch", partition.lastFetchedEpoch());
+            sent.put("CurrentLeaderEpoch", partition.currentLeaderEpoch()).put("FetchOffset", partition.fetchOffset()).put("LastFetchedEpoch", partition.lastFetchedEpoch());
+            highWatermark(partition).ifPresent(highWatermark -> sent.put("HighWatermark", highWatermark));
+            return sent;
         }
         throw new Unsupported("a " + ApiKeys.forId(data.apiKey()).name + " request, which kraftcheck's messages do not have");
     }
@@ -280,6 +283,21 @@ final class Messages {
             // a release before KIP-1166: nothing to set
         } catch (ReflectiveOperationException failed) {
             throw new IllegalStateException("FetchPartition.setHighWatermark", failed);
+        }
+    }
+
+    /**
+     * The HighWatermark a Fetch carries (KIP-1166, Kafka 4.1 on), where it is not the schema's
+     * default (Long.MAX_VALUE: omissible, so not carried); before, the release's classes have no such field.
+     */
+    private static OptionalLong highWatermark(FetchRequestData.FetchPartition partition) {
+        try {
+            long highWatermark = (long) FetchRequestData.FetchPartition.class.getMethod("highWatermark").invoke(partition);
+            return highWatermark == Long.MAX_VALUE ? OptionalLong.empty() : OptionalLong.of(highWatermark);
+        } catch (NoSuchMethodException before) {
+            return OptionalLong.empty();
+        } catch (ReflectiveOperationException failed) {
+            throw new IllegalStateException("FetchPartition.highWatermark", failed);
         }
     }
 

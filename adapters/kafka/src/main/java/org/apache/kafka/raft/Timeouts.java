@@ -10,6 +10,12 @@ package org.apache.kafka.raft;
 record Timeouts(String name, int requestMs, int retryBackoffMs, int electionMs, int electionBackoffMaxMs, int fetchMs) {
     static final Timeouts SHORT = new Timeouts("short", 100, 10, 1_000, 1_000, 2_000);
     static final Timeouts KAFKA = new Timeouts("kafka", 2_000, 20, 1_000, 1_000, 2_000);
+    /**
+     * How long the node's Fetch asks its leader to hold it when nothing is new, under either
+     * timeouts: Kafka's own (KafkaRaftClient.MAX_FETCH_WAIT_MS, what the raft manager passes), the
+     * Kafka profiles' fetch_max_wait_ms. A held Fetch's wait runs out on `fetch_wait` alone (Expirations).
+     */
+    static final int FETCH_MAX_WAIT_MS = 500;
 
     static Timeouts named(String name) {
         return switch (name) {
