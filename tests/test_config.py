@@ -131,6 +131,8 @@ KAFKA_3_9 = {
     "unexpected_fetch_error_elsewhere": True,
     "sole_voter_stands_at_start": True,
     "truncate_by_own_epochs": True,
+    "fetch_max_wait_ms": 500,
+    "held_fetches": True,
 }
 
 # Kafka 3.8, before KIP-853.
@@ -140,7 +142,7 @@ KAFKA_3_8 = {name: value for name, value in KAFKA_3_9.items() if name not in ("u
     "leader_outside_voters_ignored": True,
 }
 
-# Kafka 4.0 and 4.3 read the KIP alike (they differ at a choice point, model.config.PINS).
+# Kafka 4.0 (4.3 differs from it at a choice point, model.config.PINS, and in one option below).
 KAFKA_4 = {name: value for name, value in KAFKA_3_9.items() if name != "vote_kept_with_leader"} | {
     "pre_vote": True,
     "leader_keeps_vote": False,
@@ -148,6 +150,9 @@ KAFKA_4 = {name: value for name, value in KAFKA_3_9.items() if name != "vote_kep
     "observer_fetch_timeout": False,
     "follower_refuses_votes": True,
 }
+
+# Kafka 4.1 on also carry the fetcher's high watermark in its Fetch (KIP-1166).
+KAFKA_4_3 = KAFKA_4 | {"fetch_carries_high_watermark": True}
 
 KAFKA_3_7 = KAFKA_3_8 | {"voter_set_checked_late": True, "observer_refetches_leader": True}
 
@@ -158,7 +163,7 @@ EXPECTED_PROFILES = {
     "kafka-3.8": KAFKA_3_8,
     "kafka-3.9": KAFKA_3_9,
     "kafka-4.0": KAFKA_4,
-    "kafka-4.3": KAFKA_4,
+    "kafka-4.3": KAFKA_4_3,
     "faulty-hw-any-epoch": {"hw_any_epoch": True},
     "faulty-vote-no-log-check": {"vote_without_log_check": True},
     "faulty-forget-vote": {"forget_vote_on_restart": True},
