@@ -4,7 +4,7 @@ adapters/kafka/ holds a Java program that drives one KafkaRaftClient node over
 spec/subprocess-protocol.md. Kafka's jars come from Maven Central, so the program is built per
 Kafka version (3.3 on), once, into the user's cache ($XDG_CACHE_HOME/kraftcheck/kafka/VERSION/),
 not shipped; the version picks the source directories with what differs between releases
-(_release, _client, _api, _records). A build is reused while its stamp matches a hash of the
+(_release, _client, _api, _records, _io; the test jars of TEST_JARS where it has none). A build is reused while its stamp matches a hash of the
 sources and the version; it is made in a temporary directory beside its place and moved there
 only when complete, under a lock, so an interrupted or concurrent build never leaves a
 half-built adapter that looks complete.
@@ -30,12 +30,11 @@ DEFAULT_VERSION = "4.3.1"
 # The model profile (model/config.py PROFILES) that reads KIP-595 as a Kafka release does, one
 # patch release per release line: scripts/certify-kafka certifies each under it (its shipped
 # corpus is traces/PROFILE/), and the tested versions under kip595 too. 4.1 and 4.2 read it as 4.3
-# does; 3.3 to 3.6 are judged under 3.7's profile, the first release with the leader's
-# check-quorum that KIP-595 asks for (KNOWN_DEFECTS). 4.4.0 is not here: Maven Central serves no
-# test jars of it (MockLog and the other mocks the adapter drives Kafka with).
+# does, and so does 4.4 (built on 4.3.1's test jars, TEST_JARS); 3.3 to 3.6 are judged under 3.7's
+# profile, the first release with the leader's check-quorum that KIP-595 asks for (KNOWN_DEFECTS).
 VERSION_PROFILES = {
     "3.3.2": "kafka-3.7", "3.4.1": "kafka-3.7", "3.5.2": "kafka-3.7", "3.6.2": "kafka-3.7", "3.7.2": "kafka-3.7", "3.8.1": "kafka-3.8",
-    "3.9.1": "kafka-3.9", "4.0.2": "kafka-4.0", "4.1.2": "kafka-4.3", "4.2.1": "kafka-4.3", "4.3.1": "kafka-4.3",
+    "3.9.1": "kafka-3.9", "4.0.2": "kafka-4.0", "4.1.2": "kafka-4.3", "4.2.1": "kafka-4.3", "4.3.1": "kafka-4.3", "4.4.0": "kafka-4.3",
 }  # fmt: skip
 # The Kafka defects (Apache Kafka's issue keys) for which a release departs from its profile, a
 # profile pinning what a release line does by design, not its bugs (docs/certification/README.md,
@@ -52,7 +51,10 @@ TIMEOUTS = {
     "short": "the adapter's: request 100 ms, retry backoff 10 ms, election 1,000 ms, fetch 2,000 ms",
     "kafka": "Kafka's defaults: request 2,000 ms, retry backoff 20 ms, election 1,000 ms, fetch 2,000 ms",
 }
-OLDEST = (3, 3)  # the oldest release line built and certified (KRaft production-ready from 3.3, KIP-833); see _release, _client, _api
+OLDEST = (3, 3)  # the oldest release line built and certified (KRaft production-ready from 3.3, KIP-833); see _release, _client, _api, _records, _io
+# The release whose test jars (MockLog, MockQuorumStateStore, MockTime) a build uses where Maven
+# Central serves none of its own: the nearest earlier one that it serves.
+TEST_JARS = {"4.2.2": "4.2.1", "4.4.0": "4.3.1"}
 
 SOURCES = Path(adapters.__file__).parent / "kafka"
 JAR = "kraftcheck-kafka-adapter.jar"
@@ -126,8 +128,8 @@ def build_dir(version: str) -> Path:
 
 
 def source_hash(version: str) -> str:
-    """What a build is made from: the version, pom.xml and every file under src/, names and bytes."""
-    digest = hashlib.sha256(f"kafka {version}\0format {BUILD_FORMAT}\0".encode())
+    """What a build is made from: the version, its test jars', pom.xml and every file under src/, names and bytes."""
+    digest = hashlib.sha256(f"kafka {version}\0tests {TEST_JARS.get(version, version)}\0format {BUILD_FORMAT}\0".encode())
     for path in [SOURCES / "pom.xml", *sorted(p for p in (SOURCES / "src").rglob("*") if p.is_file())]:
         content = path.read_bytes()
         digest.update(f"{path.relative_to(SOURCES).as_posix()}\0{len(content)}\0".encode() + content)
@@ -259,8 +261,9 @@ def _run_maven(version: str, out: Path) -> None:
     """`mvn package` into `out`: the jar and classpath.txt, or AdapterBuildError saying why not."""
     argv = [
         "mvn", "-B", "-q", "-f", str(SOURCES / "pom.xml"),
-        f"-Dkafka.version={version}", f"-Dkraftcheck.release={_release(version)}", f"-Dkraftcheck.client={_client(version)}",
-        f"-Dkraftcheck.api={_api(version)}", f"-Dkraftcheck.records={_records(version)}", f"-Dkraftcheck.build={out}", "package",
+        f"-Dkafka.version={version}", f"-Dkafka.test.version={TEST_JARS.get(version, version)}", f"-Dkraftcheck.release={_release(version)}",
+        f"-Dkraftcheck.client={_client(version)}", f"-Dkraftcheck.api={_api(version)}", f"-Dkraftcheck.records={_records(version)}",
+        f"-Dkraftcheck.io={_io(version)}", f"-Dkraftcheck.build={out}", "package",
     ]
     done = subprocess.run(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -318,6 +321,13 @@ def _records(version: str) -> str:
     """The source directory (pom.xml's kraftcheck.records) for Kafka's record classes and MockLog:
     moved to org.apache.kafka.common.record.internal, MockLog.read given a byte limit, in 4.3."""
     return "records" if _numbers(version)[:2] < (4, 3) else "records-internal"
+
+
+def _io(version: str) -> str:
+    """The source directory (pom.xml's kraftcheck.io) for carrying messages to and from the client:
+    from 4.4 every message is answered through a future (NetworkChannel.send, RaftMessageQueue.add,
+    handle), and the channel and queue are the adapter's own."""
+    return "io-3.3" if _numbers(version)[:2] < (4, 4) else "io-4.4"
 
 
 def _replace(directory: Path, built: Path) -> None:

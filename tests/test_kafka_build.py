@@ -129,26 +129,43 @@ def test_the_sources_are_found_through_the_installed_package():
 
 
 @pytest.mark.parametrize(
-    "version, release, client, api, records",
+    "version, release, client, api, records, io",
     [
-        ("3.3.2", "kafka-3.3", "client-3.3", "api-3.3", "records"),
-        ("3.7.2", "kafka-3.3", "client-3.3", "api-3.3", "records"),
-        ("3.8.1", "kafka-3.3", "client-3.8", "api-3.3", "records"),
-        ("3.9.0", "kafka-3.9", "client-3.9", "api-3.9", "records"),
-        ("3.9.1", "kafka-3.9", "client-3.9", "api-3.9", "records"),
-        ("4.0.2", "kafka-4", "client-3.9", "api-3.9", "records"),
-        ("4.2.1", "kafka-4", "client-3.9", "api-3.9", "records"),
-        ("4.3.1", "kafka-4", "client-3.9", "api-3.9", "records-internal"),
-        ("5.0.0", "kafka-4", "client-3.9", "api-3.9", "records-internal"),
+        ("3.3.2", "kafka-3.3", "client-3.3", "api-3.3", "records", "io-3.3"),
+        ("3.7.2", "kafka-3.3", "client-3.3", "api-3.3", "records", "io-3.3"),
+        ("3.8.1", "kafka-3.3", "client-3.8", "api-3.3", "records", "io-3.3"),
+        ("3.9.0", "kafka-3.9", "client-3.9", "api-3.9", "records", "io-3.3"),
+        ("3.9.1", "kafka-3.9", "client-3.9", "api-3.9", "records", "io-3.3"),
+        ("4.0.2", "kafka-4", "client-3.9", "api-3.9", "records", "io-3.3"),
+        ("4.2.1", "kafka-4", "client-3.9", "api-3.9", "records", "io-3.3"),
+        ("4.3.1", "kafka-4", "client-3.9", "api-3.9", "records-internal", "io-3.3"),
+        ("4.4.0", "kafka-4", "client-3.9", "api-3.9", "records-internal", "io-4.4"),
+        ("5.0.0", "kafka-4", "client-3.9", "api-3.9", "records-internal", "io-4.4"),
     ],
 )
-def test_each_version_builds_with_its_release_s_sources(version, release, client, api, records):
+def test_each_version_builds_with_its_release_s_sources(version, release, client, api, records, io):
     """Elections (a voted state of its own before 3.9, pre-votes from 4.0), the client's
     construction (QuorumConfig and initialize's arguments in 3.8, KIP-853's types in 3.9), the
-    API KIP-853 changed (3.9) and the record classes (moved to ...record.internal in 4.3) changed
-    in different releases: the build takes one source directory for each."""
-    assert (kafka_build._release(version), kafka_build._client(version), kafka_build._api(version), kafka_build._records(version)) == (release, client, api, records)
-    assert (kafka_build.SOURCES / "src" / release / "java").is_dir() and (kafka_build.SOURCES / "src" / records / "java").is_dir()
+    API KIP-853 changed (3.9), the record classes (moved to ...record.internal in 4.3) and the
+    channel and queue (answered through futures in 4.4) changed in different releases: the build
+    takes one source directory for each."""
+    picked = (kafka_build._release(version), kafka_build._client(version), kafka_build._api(version), kafka_build._records(version), kafka_build._io(version))
+    assert picked == (release, client, api, records, io)
+    assert all((kafka_build.SOURCES / "src" / directory / "java").is_dir() for directory in picked)
+
+
+@pytest.mark.parametrize("version, tests", [("4.3.1", "4.3.1"), ("4.2.2", "4.2.1"), ("4.4.0", "4.3.1")])
+def test_a_release_without_test_jars_is_built_on_the_nearest_served_ones(version, tests, monkeypatch, tmp_path):
+    """Maven Central serves no test jars (MockLog, MockTime) of 4.2.2 and 4.4.0: their builds take
+    4.2.1's and 4.3.1's, and a build records which (a changed choice is a stale build)."""
+    calls = []
+    monkeypatch.setattr(kafka_build.subprocess, "run", lambda argv, **_: calls.append(argv) or subprocess.CompletedProcess(argv, 1, "[ERROR] stop here"))
+    with pytest.raises(AdapterBuildError):
+        kafka_build._run_maven(version, tmp_path)
+    assert f"-Dkafka.version={version}" in calls[0] and f"-Dkafka.test.version={tests}" in calls[0]
+    stamp = kafka_build.source_hash(version)
+    monkeypatch.setitem(kafka_build.TEST_JARS, version, "4.0.0")
+    assert kafka_build.source_hash(version) != stamp
 
 
 # missing tools -------------------------------------------------------------------------

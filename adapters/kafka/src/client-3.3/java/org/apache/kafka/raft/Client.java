@@ -3,7 +3,6 @@ package org.apache.kafka.raft;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.record.CompressionType;
-import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.raft.internals.BatchMemoryPool;
 
@@ -39,17 +38,17 @@ final class Client {
     }
 
     /** The client built with its full constructor and initialized; RaftConfig names the static voters. */
-    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, Timeouts timeouts, MockNetworkChannel channel,
-                                              MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, ExpirationService expirations, Random random,
-                                              LogContext logContext) {
+    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, Timeouts timeouts, NodeIo io,
+                                              MockLog log, MockQuorumStateStore store, MockTime time, ExpirationService expirations, Random random,
+                                              String logPrefix) {
         Map<Integer, RaftConfig.AddressSpec> addresses = new HashMap<>();
         voters.forEach((id, address) -> addresses.put(id, new RaftConfig.InetAddressSpec(address)));
         RaftConfig config = new RaftConfig(addresses, timeouts.requestMs(), timeouts.retryBackoffMs(), timeouts.electionMs(),
             timeouts.electionBackoffMaxMs(), timeouts.fetchMs(), 0);
         KafkaRaftClient<Integer> client = new KafkaRaftClient<>(
             new IntegerSerde(),
-            channel,
-            queue,
+            io.channel(),
+            io.queue(),
             log,
             store,
             new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES),
@@ -59,7 +58,7 @@ final class Client {
             Timeouts.FETCH_MAX_WAIT_MS,
             clusterId,
             OptionalInt.of(nodeId),
-            logContext,
+            NodeIo.logContext(logPrefix),
             random,
             config
         );

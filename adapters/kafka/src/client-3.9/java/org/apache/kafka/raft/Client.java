@@ -6,7 +6,6 @@ import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.protocol.ApiMessage;
-import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.common.utils.MockTime;
 import org.apache.kafka.raft.generated.QuorumStateData;
 import org.apache.kafka.raft.internals.BatchMemoryPool;
@@ -43,15 +42,15 @@ final class Client {
     }
 
     /** The client built with its full constructor and initialized with the static voters. */
-    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, Timeouts timeouts, MockNetworkChannel channel,
-                                              MockMessageQueue queue, MockLog log, MockQuorumStateStore store, MockTime time, ExpirationService expirations, Random random,
-                                              LogContext logContext) {
+    static KafkaRaftClient<Integer> newClient(int nodeId, String clusterId, Map<Integer, InetSocketAddress> voters, Timeouts timeouts, NodeIo io,
+                                              MockLog log, MockQuorumStateStore store, MockTime time, ExpirationService expirations, Random random,
+                                              String logPrefix) {
         KafkaRaftClient<Integer> client = new KafkaRaftClient<>(
             OptionalInt.of(nodeId),
             new Uuid(0L, nodeId + 1L),
             new IntegerSerde(),
-            channel,
-            queue,
+            io.channel(),
+            io.queue(),
             log,
             new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES),
             time,
@@ -62,7 +61,7 @@ final class Client {
             List.of(),
             Api.endpoints(nodeId),
             Release.kraftVersions(),
-            logContext,
+            NodeIo.logContext(logPrefix),
             random,
             quorumConfig(timeouts)
         );

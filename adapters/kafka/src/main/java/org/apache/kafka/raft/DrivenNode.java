@@ -19,6 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -49,8 +50,7 @@ final class DrivenNode {
     private final Map<Integer, RaftRequest.Outbound> awaitingResponse = new LinkedHashMap<>();
     private final List<Unanswered> unanswered = new ArrayList<>();  // requests not answered at their command, oldest first
     private Expirations expirations;
-    private MockNetworkChannel channel;
-    private MockMessageQueue queue;
+    private NodeIo io;
     private KafkaRaftClient<Integer> client;
     private boolean shutdown;
 
@@ -84,15 +84,14 @@ final class DrivenNode {
     }
 
     private void bringUp() {
-        channel = Client.newChannel(correlationIds, voters);
-        queue = new MockMessageQueue();
+        io = new NodeIo(correlationIds, voters);
         awaitingResponse.clear();
         unanswered.clear();
         expirations = new Expirations();
         log.reopen();
         Map<Integer, InetSocketAddress> voterAddresses = new HashMap<>();
         voters.forEach(id -> voterAddresses.put(id, Messages.address(id)));
-        client = Client.newClient(nodeId, clusterId, voterAddresses, timeouts, channel, queue, log, store, time, expirations, random, new LogContext("[node " + nodeId + "] "));
+        client = Client.newClient(nodeId, clusterId, voterAddresses, timeouts, io, log, store, time, expirations, random, "[node " + nodeId + "] ");
         shutdown = false;
         pollUntilQuiet();
     }
@@ -113,7 +112,7 @@ final class DrivenNode {
     private void pollUntilQuiet() {
         for (int poll = 0; poll < MAX_POLLS; poll++) {
             String before = progress();
-            boolean handlesMessage = !queue.isEmpty();
+            boolean handlesMessage = io.hasQueued();
             try {
                 client.poll();
             } catch (RuntimeException fatal) {
@@ -126,8 +125,8 @@ final class DrivenNode {
                 shutdown = true;
                 return;
             }
-            undrained.addAll(channel.drainSendQueue());
-            if (!handlesMessage && queue.isEmpty() && before.equals(progress())) {
+            undrained.addAll(io.drainSent());
+            if (!handlesMessage && !io.hasQueued() && before.equals(progress())) {
                 return;
             }
         }
@@ -169,18 +168,18 @@ final class DrivenNode {
         }
         ApiMessage data = Messages.overTheWire(messages.peerRequest(message));
         RaftRequest.Inbound inbound = Api.inboundRequest(correlationIds.getAndIncrement(), data, time.milliseconds());
-        client.handle(inbound);
+        CompletableFuture<RaftResponse.Outbound> answer = NodeIo.handle(client, inbound);
         pollUntilQuiet();
-        RaftResponse.Outbound response = inbound.completion.getNow(null);
+        RaftResponse.Outbound response = answer.getNow(null);
         if (response == null) {
-            unanswered.add(new Unanswered(source, message, inbound));
+            unanswered.add(new Unanswered(source, message, answer));
             return null;
         }
         return messages.response(Messages.overTheWire(response.data()));
     }
 
     /** A request the node did not answer at its command, as it came from `source`. */
-    private record Unanswered(int source, JsonNode message, RaftRequest.Inbound inbound) {
+    private record Unanswered(int source, JsonNode message, CompletableFuture<RaftResponse.Outbound> answer) {
     }
 
     /**
@@ -192,7 +191,7 @@ final class DrivenNode {
         ArrayNode answers = JSON.arrayNode();
         for (var pending = unanswered.iterator(); pending.hasNext(); ) {
             Unanswered request = pending.next();
-            RaftResponse.Outbound response = request.inbound().completion.getNow(null);
+            RaftResponse.Outbound response = request.answer().getNow(null);
             if (response != null) {
                 pending.remove();
                 ObjectNode answer = answers.addObject().put("destination", request.source());
@@ -218,7 +217,7 @@ final class DrivenNode {
             return;
         }
         awaitingResponse.remove(correlationId);
-        channel.mockReceive(Client.inboundResponse(correlationId, Messages.overTheWire(messages.peerResponse(message)), source));
+        io.receive(Client.inboundResponse(correlationId, Messages.overTheWire(messages.peerResponse(message)), source));
         pollUntilQuiet();
     }
 

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import org.apache.kafka.common.utils.AppInfoParser;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -126,7 +125,7 @@ public final class KraftcheckNode {
 
     /** What the reports name: the release, how the client is set up, the RPC versions, the timeouts. */
     private String implementation() {
-        return "Apache Kafka " + AppInfoParser.getVersion() + " KafkaRaftClient (" + Client.SETUP + "); RPC versions: "
+        return "Apache Kafka " + NodeIo.kafkaVersion() + " KafkaRaftClient (" + Client.SETUP + "); RPC versions: "
             + Messages.rpcVersions() + "; " + timeouts.describe();
     }
 
