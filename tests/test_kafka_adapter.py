@@ -405,7 +405,7 @@ def test_kafka_15100_a_leader_answers_a_diverging_fetch_at_once_from_3_5_2_on(ve
 SCENARIOS = DEFAULT_CORPUS / "scenarios"
 
 
-@pytest.mark.parametrize("version, profile", [("3.9.1", "kafka-3.9"), ("4.3.1", "kafka-4.3")])
+@pytest.mark.parametrize("version, profile", [("3.9.1", "kafka-3.9"), ("4.3.1", "kafka-4.3"), ("4.4.0", "kafka-4.3")])
 def test_the_library_scenarios_of_a_kafka_profile_pass_on_that_kafka(version, profile, capsys):
     """The library's scenarios written under a Kafka profile, hand-written inputs whose
     expectations the model gives: the only voter leading at its start, the LeaderChange record as
