@@ -31,59 +31,63 @@ final class NodeIo {
     private final Map<Integer, CompletableFuture<RaftResponse.Inbound>> awaited = new HashMap<>();
     private final Queue<RaftMessageQueue.QueueEntry> queued = new ArrayDeque<>();
 
-    NodeIo(AtomicInteger correlationIds, List<Integer> voters) {
+    private final NetworkChannel channel = new NetworkChannel() {
+        @Override
+        public int newCorrelationId() {
+            return correlationIds.getAndIncrement();
+        }
+
+        @Override
+        public CompletionStage<RaftResponse.Inbound> send(RaftRequest.Outbound request) {
+            sent.add(request);
+            CompletableFuture<RaftResponse.Inbound> response = new CompletableFuture<>();
+            awaited.put(request.correlationId(), response);
+            return response;
+        }
+
+        @Override
+        public ListenerName listenerName() {
+            return MockNetworkChannel.LISTENER_NAME;  // a constant of the 4.3.1 test jar, as the requests it names
+        }
+
+        @Override
+        public void close() {
+        }
+    };
+
+    private final RaftMessageQueue queue = new RaftMessageQueue() {
+        @Override
+        public Optional<QueueEntry> poll(long timeoutMs) {
+            return Optional.ofNullable(queued.poll());
+        }
+
+        @Override
+        public CompletionStage<RaftMessage> add(RaftMessage message) {
+            CompletableFuture<RaftMessage> answer = new CompletableFuture<>();
+            queued.add(new Entry(message, answer));
+            return answer;
+        }
+
+        @Override
+        public boolean isEmpty() {
+            return queued.isEmpty();
+        }
+
+        @Override
+        public void wakeup() {
+        }
+    };
+
+    NodeIo(AtomicInteger correlationIds, List<Integer> voters) {  // the voters only 3.3 to 3.7's MockNetworkChannel takes
         this.correlationIds = correlationIds;
     }
 
     NetworkChannel channel() {
-        return new NetworkChannel() {
-            @Override
-            public int newCorrelationId() {
-                return correlationIds.getAndIncrement();
-            }
-
-            @Override
-            public CompletionStage<RaftResponse.Inbound> send(RaftRequest.Outbound request) {
-                sent.add(request);
-                CompletableFuture<RaftResponse.Inbound> response = new CompletableFuture<>();
-                awaited.put(request.correlationId(), response);
-                return response;
-            }
-
-            @Override
-            public ListenerName listenerName() {
-                return MockNetworkChannel.LISTENER_NAME;  // a constant of the 4.3.1 test jar, as the requests it names
-            }
-
-            @Override
-            public void close() {
-            }
-        };
+        return channel;
     }
 
     RaftMessageQueue queue() {
-        return new RaftMessageQueue() {
-            @Override
-            public Optional<QueueEntry> poll(long timeoutMs) {
-                return Optional.ofNullable(queued.poll());
-            }
-
-            @Override
-            public CompletionStage<RaftMessage> add(RaftMessage message) {
-                CompletableFuture<RaftMessage> answer = new CompletableFuture<>();
-                queued.add(new Entry(message, answer));
-                return answer;
-            }
-
-            @Override
-            public boolean isEmpty() {
-                return queued.isEmpty();
-            }
-
-            @Override
-            public void wakeup() {
-            }
-        };
+        return queue;
     }
 
     private record Entry(RaftMessage message, CompletableFuture<RaftMessage> future) implements RaftMessageQueue.QueueEntry {
