@@ -31,11 +31,10 @@ from spec import trace as traces
 # later epoch: the searches reach that three or more times under 3.7 and 3.8, fewer under 3.9 and
 # 4.x. The 4.x corpora hold no truncation that tells the leader's DivergingEpoch.EndOffset from
 # the follower's own offset (truncate-by-offset-only): a gap to close. Under 4.x the search meant
-# for it, corpus-diverge (at most 2 messages in flight, no re-sends), elects no leader at all: a
-# 4.x voter that grants a vote stays unattached and sends a Fetch to find the leader, so a grant
-# or a new leader's BeginQuorumEpochs need a third message in flight (measured: 49,077 states,
-# complete, no leader; with 3 in flight or re-sends, leaders, but no such truncation within
-# 1,000,000 states, nor in its 40 walks).
+# for it, corpus-diverge (at most 2 messages in flight, no re-sends), elects no leader at all
+# (measured: 49,077 states, complete, no candidate receives a granted vote; under kafka-3.9 the
+# same bounds elect); with 3 in flight or re-sends it elects, but reaches no such truncation
+# within 1,000,000 states, nor in its 40 walks.
 _OWN_EPOCHS = {"option truncate_by_own_epochs flipped"}
 SHORT = {
     "kip595": set(),
