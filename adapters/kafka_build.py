@@ -25,7 +25,7 @@ import adapters
 from adapters.process_lifetime import die_with_parent
 from adapters.registry import AdapterBuildError, AdapterOptionError
 
-TESTED_VERSIONS = ("3.9.1", "4.3.1")  # certified under kip595 too (scripts/certify-kafka): the first release with KIP-853 and the newest
+TESTED_VERSIONS = ("3.9.1", "4.3.1")  # certified under kip595 too (scripts/certify-kafka): the first release with KIP-853 and the newest on its own test jars
 DEFAULT_VERSION = "4.3.1"
 # The model profile (model/config.py PROFILES) that reads KIP-595 as a Kafka release does, one
 # patch release per release line: scripts/certify-kafka certifies each under it (its shipped

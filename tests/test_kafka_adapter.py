@@ -1,4 +1,4 @@
-"""The Kafka adapter drives Apache Kafka's own KafkaRaftClient (3.3 to 4.3) over the
+"""The Kafka adapter drives Apache Kafka's own KafkaRaftClient (3.3 to 4.4) over the
 subprocess protocol: exact replies to hand-written sessions, each pinned to what Kafka's source
 does (cited), a reset that leaves nothing behind, and the certification of the shipped corpus.
 
