@@ -442,6 +442,10 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True):
     profile: str = "kip595"
     timing: Timing = Timing()
     fetch_max_records: int = 0  # overrides the profile's Options.fetch_max_records when set
+    # Alternatives every node takes instead of the model's default reading (a search's reading:
+    # OBS-2=one-voter:0 sends a discovery Fetch to one voter, as Kafka does, not to each); the
+    # profile's pins hold over them.
+    choices: Picks = ()
 
     def __post_init__(self) -> None:
         validate_members(self.voters, self.observers)
@@ -469,7 +473,7 @@ class ClusterConfig(msgspec.Struct, frozen=True, kw_only=True):
             cluster_id=self.cluster_id,
             options=self.options,
             timing=self.timing,
-            choices=Choices(pinned(self.profile)),
+            choices=with_picks(Choices(self.choices), pinned(self.profile)),
         )
 
 

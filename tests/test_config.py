@@ -204,3 +204,24 @@ def test_other_readings_set_back_one_option_or_take_another_pinned_alternative()
     assert {name.split("=")[0] for name in picked} == set(PINS["kafka-4.3"])
     assert "FETCH-REQ-5=leadership-first" in picked and "FETCH-REQ-5=epoch-first" not in picked
     assert readings["ELECT-6=at-once"].choices.pick("ELECT-6") == "at-once"
+
+
+def test_a_cluster_s_own_choices_steer_its_nodes_where_the_profile_leaves_the_point_open():
+    """A search's reading (ClusterConfig.choices): taken at the open point OBS-2; the pin of RETRY-1 holds."""
+    config = ClusterConfig(voters=(1, 2, 3), profile="kafka-4.3", choices=(("OBS-2", "one-voter:0"), ("RETRY-1", "nothing")))
+    node = config.node(2).choices
+    assert (node.pick("OBS-2"), node.pick("RETRY-1"), node.pick("ELECT-6")) == ("one-voter:0", "votes", "after-backoff")
+    assert ClusterConfig(voters=(1, 2, 3), profile="kip595").node(2).choices.pick("OBS-2") == "every-voter"
+
+
+def test_a_check_configuration_s_choices_are_parsed_and_a_wrong_one_refused():
+    from conformance.explore.configs import CheckConfig, named_configs
+
+    assert CheckConfig(choices="OBS-2=one-voter:0, FETCH-REQ-3=offset-out-of-range").cluster().choices == (
+        ("FETCH-REQ-3", "offset-out-of-range"),
+        ("OBS-2", "one-voter:0"),
+    )
+    assert named_configs()["corpus-diverge"].cluster().choices == (("OBS-2", "one-voter:0"),)
+    with pytest.raises(ConfigError) as raised:
+        CheckConfig(choices="OBS-2=sideways")
+    assert str(raised.value) == "choices: OBS-2 has no alternative 'sideways'; it has every-voter, one-voter:N"

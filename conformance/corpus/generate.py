@@ -182,7 +182,7 @@ def generate(
                     raise AssertionError(f"{file_name}: projected trace does not reproduce {missing[0]}")
                 corpus[file_name] = built
                 coverage.extend(CoverageRow(cell=c, trace=file_name, step=len(built.steps)) for c in covers)
-            for index in range(options.walks + options.aimed_walks):
+            for index in range(options.walks + max(options.aimed_walks, getattr(config, "corpus_aimed_walks", 0))):
                 seed = options.seed + index
                 for node, walked in system.walk(config, seed, options.walk_steps).items():
                     if not walked:

@@ -114,6 +114,10 @@ class KraftCoverage:
 
     def __init__(self, config: CheckConfig) -> None:
         self.system = system_for(config)
+        # Cells are judged as the traces will be, under the profile alone: the configuration's own
+        # choices (ClusterConfig.choices) only steer which paths the search takes.
+        judged = msgspec.structs.replace(self.system.cluster.config, choices=())
+        self.judged = tuple(judged.node(n) for n in self.system.cluster.ids)
         self._step_cells: dict[tuple, tuple[str, ...]] = {}
 
     def _messages(self, state: tuple[int, ...]) -> list[int]:
@@ -149,7 +153,7 @@ class KraftCoverage:
         for position, probes in by_position.items():
             node = system.nodes.values[state[position]]
             for within, event in distinct_events(probes):
-                yield within, cells(KRAFT, cluster.node_configs[position], node, event)
+                yield within, cells(KRAFT, self.judged[position], node, event)
         for index, handle in enumerate(handles):
             key = system.key(handle)
             if key[0] != "drop":
@@ -158,7 +162,7 @@ class KraftCoverage:
                 memo = (position, state[position], key)
                 found = self._step_cells.get(memo)
                 if found is None:
-                    found = self._step_cells[memo] = cells(KRAFT, cluster.node_configs[position], system.nodes.values[state[position]], event)
+                    found = self._step_cells[memo] = cells(KRAFT, self.judged[position], system.nodes.values[state[position]], event)
                 yield (1, index), found
 
     def node_inputs(self, keys: list, state: tuple[int, ...], within: tuple) -> NodeInputs:

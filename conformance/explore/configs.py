@@ -7,6 +7,7 @@ from pathlib import Path
 
 import msgspec
 
+from model.choices import parse_picks
 from model.cluster import Bounds
 from model.config import ClusterConfig, ConfigError
 from model.isr.config import IsrBounds, PartitionConfig
@@ -59,6 +60,8 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     symmetry: bool = True
     every_choice: bool = True  # every alternative the specification allows at a node's step; False: the model's default reading only
     corpus_max_states: int = 0  # the corpus search's budget where the cells it is for lie deeper than `traces generate --max-states` reaches; 0: that budget
+    corpus_aimed_walks: int = 0  # the corpus's aimed walks where its searches reach too few places of a cell; 0: `traces generate --aimed-walks`
+    choices: str = ""  # alternatives taken instead of the model's default reading where the profile leaves a point open, e.g. "OBS-2=one-voter:0"
 
     def __post_init__(self) -> None:
         check_bound("voters", self.voters, 1, MAX_NODES)
@@ -68,6 +71,10 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
             check_bound(name, getattr(self, name), 0)
         if self.max_elections is not None:
             check_bound("max_elections", self.max_elections, 1)  # a run starts without a leader
+        try:
+            parse_picks(self.choices)
+        except ValueError as error:
+            raise ConfigError(f"choices: {error}") from None
         if self.max_in_flight == 0 and (self.duplication or self.retries):
             # each duplicate delivery or re-send adds a message, so the space would have no end
             raise ConfigError("max_in_flight 0 (no bound) needs duplication and retries off: each duplicate delivery or re-send adds a message in flight")
@@ -76,7 +83,7 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         """Voters are numbered 1..N, observers N+1..N+M."""
         voters = tuple(range(1, self.voters + 1))
         observers = tuple(range(self.voters + 1, self.voters + self.observers + 1))
-        return ClusterConfig(voters=voters, observers=observers, profile=self.profile, fetch_max_records=self.fetch_max_records)
+        return ClusterConfig(voters=voters, observers=observers, profile=self.profile, fetch_max_records=self.fetch_max_records, choices=parse_picks(self.choices))
 
     def faults(self) -> Bounds:
         return Bounds(
