@@ -10,6 +10,7 @@ and spec/trace.schema.json is its JSON Schema (`kraftcheck traces schema` prints
 """
 
 import hashlib
+import inspect
 import json
 import os
 import tempfile
@@ -357,6 +358,9 @@ def _check_steps(path: Path, trace: Trace) -> None:
 def schema() -> dict:
     """The JSON Schema of the JSON Lines encoding: the header line, then step lines."""
     (header, step), components = msgspec.json.schema_components([Header, Step], ref_template="#/$defs/{name}")
+    for component in components.values():  # docstrings as msgspec 0.23 gives them, whatever the version
+        if "description" in component:
+            component["description"] = inspect.cleandoc(component["description"])
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"kraftcheck conformance trace, format version {FORMAT_VERSION}",
