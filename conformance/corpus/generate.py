@@ -37,7 +37,7 @@ from model.events import Request, Restart
 from model.messages import FetchRequest
 from spec.trace import Input, Persisted, Trace, TraceCluster
 
-CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-observer", "corpus-partial", "corpus-restart", "corpus-solo", "corpus-isr")  # what the shipped corpus is generated from
+CORPUS_CONFIGS = ("corpus", "corpus-deep", "corpus-diverge", "corpus-observer", "corpus-partial", "corpus-restart", "corpus-solo", "corpus-truncate", "corpus-isr")  # what the shipped corpus is generated from
 
 
 def shipped_directory() -> Path:
@@ -108,8 +108,14 @@ def coverage_maker(config: CheckConfig | IsrCheckConfig) -> Callable[[], object]
     return partial(isr_corpus.IsrCoverage if isinstance(config, IsrCheckConfig) else kraft_corpus.KraftCoverage, config)
 
 
+def corpus_bound(config: CheckConfig | IsrCheckConfig, given: int, name: str) -> int:
+    """A bound of the corpus's work as `traces generate` was given it, or the configuration's own
+    (`corpus_max_states`, `corpus_aimed_walks`) where that is larger; ISR configurations have none."""
+    return max(given, getattr(config, f"corpus_{name}", 0))
+
+
 def search_budget(config: CheckConfig | IsrCheckConfig, options: GenerateOptions) -> int:
-    return max(options.max_states, getattr(config, "corpus_max_states", 0))
+    return corpus_bound(config, options.max_states, "max_states")
 
 
 def searched_in_processes(configs: list[tuple[str, CheckConfig | IsrCheckConfig]], options: GenerateOptions, workers: int) -> Iterator[Searched]:
@@ -182,7 +188,7 @@ def generate(
                     raise AssertionError(f"{file_name}: projected trace does not reproduce {missing[0]}")
                 corpus[file_name] = built
                 coverage.extend(CoverageRow(cell=c, trace=file_name, step=len(built.steps)) for c in covers)
-            for index in range(options.walks + max(options.aimed_walks, getattr(config, "corpus_aimed_walks", 0))):
+            for index in range(options.walks + corpus_bound(config, options.aimed_walks, "aimed_walks")):
                 seed = options.seed + index
                 for node, walked in system.walk(config, seed, options.walk_steps).items():
                     if not walked:

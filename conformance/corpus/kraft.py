@@ -191,4 +191,6 @@ def walk(config: CheckConfig, seed: int, steps: int) -> dict[int, list[Input]]:
         after, _ = cluster.apply(state, action)
         return after, ([] if type(action) is Drop else [event_of(action)])
 
-    return random_walk(cluster.initial(), cluster.enabled, apply, cluster.ids, seed, steps, lambda a: type(a) is Deliver and not a.duplicate)
+    return random_walk(
+        cluster.initial(), cluster.enabled, apply, cluster.ids, seed, steps, lambda a: type(a) is Deliver and not a.duplicate, config.corpus_walk_deliveries
+    )

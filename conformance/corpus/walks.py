@@ -13,8 +13,9 @@ def random_walk(
 ) -> dict[int, list[Input]]:
     """A seeded random run, projected onto each node: its inputs, by node.
 
-    Deliveries are favoured (as in `kraftcheck simulate`) so that runs make progress and reach
-    deep states: elections won, records replicated, logs diverging and truncated.
+    Deliveries are favoured (as in `kraftcheck simulate`), `deliver_bias` of the steps where a
+    message is in flight, so that runs make progress and reach deep states: elections won,
+    records replicated, logs diverging and truncated.
     """
     rng = random.Random(seed)
     state = initial

@@ -61,6 +61,7 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     every_choice: bool = True  # every alternative the specification allows at a node's step; False: the model's default reading only
     corpus_max_states: int = 0  # the corpus search's budget where the cells it is for lie deeper than `traces generate --max-states` reaches; 0: that budget
     corpus_aimed_walks: int = 0  # the corpus's aimed walks where its searches reach too few places of a cell; 0: `traces generate --aimed-walks`
+    corpus_walk_deliveries: float = 0.7  # the share of the corpus's walk steps that deliver a message where one is in flight: fewer, and more timers fire, so more elections
     choices: str = ""  # alternatives taken instead of the model's default reading where the profile leaves a point open, e.g. "OBS-2=one-voter:0"
 
     def __post_init__(self) -> None:
@@ -71,6 +72,8 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
             check_bound(name, getattr(self, name), 0)
         if self.max_elections is not None:
             check_bound("max_elections", self.max_elections, 1)  # a run starts without a leader
+        if not 0 <= self.corpus_walk_deliveries <= 1:
+            raise ConfigError(f"corpus_walk_deliveries must be a share between 0 and 1, got {self.corpus_walk_deliveries}")
         try:
             parse_picks(self.choices)
         except ValueError as error:
