@@ -108,7 +108,9 @@ def handle_vote_request(config: NodeConfig, state: NodeState, source: int, reque
 
 def grants_pre_vote(state: NodeState, up_to_date: bool) -> bool:
     """KIP-996: a pre-vote binds nothing, so any up-to-date log gets it, except from a leader and
-    from a follower that has heard from its leader (FollowerState.canGrantVote)."""
+    from a follower that has heard from its leader (FollowerState.canGrantVote), even once that
+    leader has said it resigns: KAFKA-20895, a Kafka defect open in every 4.x release
+    (docs/certification/README.md, "Historical bugs")."""
     if state.role == Role.LEADER or (state.role == Role.FOLLOWER and state.fetched_from_leader):
         return False
     return up_to_date

@@ -402,6 +402,26 @@ def test_kafka_15100_a_leader_answers_a_diverging_fetch_at_once_from_3_5_2_on(ve
         assert "step 4" in out and "response: expected FetchResponse" in out and "got no response" in out
 
 
+def test_kafka_20895_a_follower_told_its_leader_resigns_still_refuses_a_pre_vote(tmp_path, capsys):
+    """KAFKA-20895, open: Kafka 4.x's follower refuses every pre-vote once it has fetched from its
+    leader, even after that leader's EndQuorumEpoch (FollowerState.canGrantVote), so a graceful
+    shutdown's first successor loses its pre-vote in a quorum of five. The scenario as Kafka is
+    passes on 4.3.1; the same scenario expecting the fix's answer (the pre-vote granted) departs at
+    its last step, the Vote, on the VoteGranted field."""
+    scenario = DEFAULT_CORPUS / "scenarios" / "kafka-20895-follower-refuses-pre-vote-after-resignation.scenario"
+    assert cli.main(["scenario", "run", str(scenario), "--adapter", "kafka:4.3.1"]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    refusal = "expect response VoteResponse(LeaderId=1, LeaderEpoch=2)\n"
+    text = scenario.read_text()
+    assert text.count(refusal) == 1
+    fixed = tmp_path / "kafka-20895-fixed.scenario"
+    fixed.write_text(text.replace(refusal, "expect response VoteResponse(LeaderId=1, LeaderEpoch=2, VoteGranted=true)\n"))
+    code = cli.main(["scenario", "run", str(fixed), "--adapter", "kafka:4.3.1"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "step 4" in out and "VoteGranted" in out
+
+
 SCENARIOS = DEFAULT_CORPUS / "scenarios"
 
 
