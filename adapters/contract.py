@@ -23,6 +23,16 @@ class AdapterError(Exception):
     """The adapter failed (crashed, timed out, answered something unreadable): the trace fails with this reason."""
 
 
+class CapabilityLacking(AdapterError):
+    """The node declines one input for want of an optional capability (spec.trace.CAPABILITIES)
+    that it has in some states only: a timer its clock cannot fire before a shorter one of its
+    own. The trace is not applicable from that step on, not failed."""
+
+    def __init__(self, capability: str, reason: str) -> None:
+        super().__init__(reason)
+        self.capability = capability
+
+
 class Adapter(Protocol):
     name: str
     lacks: frozenset[str]  # optional capabilities (spec.trace.CAPABILITIES) the node declared at start it does not have

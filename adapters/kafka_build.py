@@ -50,6 +50,7 @@ KNOWN_DEFECTS = {
 TIMEOUTS = {
     "short": "the adapter's: request 100 ms, retry backoff 10 ms, election 1,000 ms, fetch 2,000 ms",
     "kafka": "Kafka's defaults: request 2,000 ms, retry backoff 20 ms, election 1,000 ms, fetch 2,000 ms",
+    "long": "a request outlasting every other timer: request 10,000 ms, retry backoff 20 ms, election 1,000 ms, fetch 2,000 ms",
 }
 OLDEST = (3, 3)  # the oldest release line built and certified (KRaft production-ready from 3.3, KIP-833); see _release, _client, _api, _records, _io
 # The release whose test jars (MockLog, MockQuorumStateStore, MockTime) a build uses where Maven

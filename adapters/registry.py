@@ -91,7 +91,7 @@ def _named_factory(spec: str, step_timeout: float) -> AdapterFactory:
         return subprocess_factory(shlex.join(adapter_command(*kafka_argument(argument if separator else DEFAULT_VERSION))), step_timeout)
     raise UnknownAdapter(
         f"unknown adapter {spec!r}; use reference, reference:OPTIONS, mutant:NAME (see `kraftcheck mutants`), subprocess:COMMAND, "
-        "kafka or kafka:VERSION[,timeouts=kafka] (see `kraftcheck adapters list`)"
+        "kafka or kafka:VERSION[,timeouts=kafka|long] (see `kraftcheck adapters list`)"
     )
 
 

@@ -31,7 +31,7 @@ import typing
 
 import msgspec
 
-from adapters.contract import AdapterError
+from adapters.contract import AdapterError, CapabilityLacking
 from adapters.process_lifetime import ProcessTree
 from model.events import Answer, AppendResult, Send
 from model.isr.events import AlterIsr
@@ -376,10 +376,12 @@ class SubprocessAdapter:
 
     def _calls(self, *commands: tuple[str, bytes, type]) -> list[msgspec.Struct]:
         """Send commands (name, line, reply type) in one write and read their replies, strictly
-        in order; each reply within the step timeout."""
+        in order; each reply within the step timeout. A command declined for want of a capability
+        is raised once every reply is read: the process is then as usable as before."""
         first = commands[0][0]
         if self.process is None:
             raise AdapterError(f"{first!r} without a running process: start() first")
+        declined: CapabilityLacking | None = None
         try:
             self._write(first, b"".join(line for _, line, _ in commands), time.monotonic() + self.step_timeout)
             replies = []
@@ -387,13 +389,18 @@ class SubprocessAdapter:
                 reply = self._read_line(command, time.monotonic() + self.step_timeout)
                 try:
                     replies.append(self._decode(command, reply, reply_type))
+                except CapabilityLacking as lacking:
+                    declined = declined or lacking
+                    replies.append(None)
                 except _Invalid as error:
                     quoted = reply[:QUOTE_CHARS].decode(errors="replace")
                     raise AdapterError(f"invalid reply to {command!r}: {error}; the reply was: {quoted!r}{self._stderr_tail()}") from None
-            return replies
         except BaseException:
             self._reusable = False  # whatever state it is in now, it serves no other trace
             raise
+        if declined is not None:
+            raise declined
+        return replies
 
     def _decode(self, command: str, line: bytes, reply_type: type) -> msgspec.Struct:
         """The one boundary where the implementation's bytes become values: whatever goes wrong in
@@ -415,7 +422,13 @@ class SubprocessAdapter:
         if not isinstance(raw, dict) or not isinstance(raw.get("ok"), bool):
             raise _Invalid('not a reply: a reply is a JSON object with a boolean "ok"')
         if not raw["ok"]:
-            raise AdapterError(f"the implementation refused {command!r}: {raw.get('error', '(no error text)')}")
+            refusal = f"the implementation refused {command!r}: {raw.get('error', '(no error text)')}"
+            lacking = raw.get("lacks")
+            if lacking is None:
+                raise AdapterError(refusal)
+            if lacking not in CAPABILITIES:
+                raise _Invalid(f"a refusal for want of {lacking!r}, which is not an optional capability ({', '.join(CAPABILITIES)})")
+            raise CapabilityLacking(lacking, refusal)
         try:
             reply = msgspec.convert(raw, reply_type)
         except msgspec.ValidationError as error:

@@ -271,8 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--adapter",
         required=True,
         help="reference; reference:OPTIONS, comma-separated CHOICE=ALTERNATIVE (see `kraftcheck choices`), random=SEED, "
-        "lacks=CAPABILITY[+CAPABILITY]; mutant:NAME (see `kraftcheck mutants`); subprocess:COMMAND; or kafka[:VERSION[,timeouts=kafka]], Apache "
-        f"Kafka's KafkaRaftClient (default version {KAFKA_DEFAULT_VERSION}; with the adapter's short timeouts, or Kafka's default ones), "
+        "lacks=CAPABILITY[+CAPABILITY]; mutant:NAME (see `kraftcheck mutants`); subprocess:COMMAND; or kafka[:VERSION[,timeouts=kafka|long]], Apache "
+        f"Kafka's KafkaRaftClient (default version {KAFKA_DEFAULT_VERSION}; with the adapter's short timeouts, Kafka's default ones, or a long request timeout), "
         "built with Maven on first use (see `kraftcheck adapters list`)",
     )
     shipped_help = ", ".join(f"{name} ({path.relative_to(DEFAULT_CORPUS.parent).as_posix()}/)" for name, path in shipped_corpora().items())

@@ -90,11 +90,11 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     restart_resigned_ends_epoch: bool = False
     # END-SEND-2: whether a resigned node re-sends its EndQuorumEpoch. False: never (the KIP);
     # True: to every other voter that has not acknowledged it (an answer without error in its
-    # epoch), on its request timer and, before it stands, when its election timer fires, naming
-    # the same successors (KafkaRaftClient.pollResigned: maybeSendRequests to
-    # ResignedState.unackedVoters; handleEndQuorumEpochResponse -> acknowledgeResignation). The
-    # re-send with the election timer is the request timing out first, as it does with a request
-    # timeout below the election timeout: a trace expecting it needs EarlyRequestTimeout.
+    # epoch), on its request timer, naming the same successors (KafkaRaftClient.pollResigned:
+    # maybeSendRequests to ResignedState.unackedVoters; handleEndQuorumEpochResponse ->
+    # acknowledgeResignation). When its election timer fires it stands and re-sends nothing: a
+    # request still in flight then has not timed out (a node whose request timer would expire
+    # first declines that timer: LateRequestTimeout).
     resigned_resends_end_epoch: bool = False
     # COMMON-3 for a response to a request the node no longer awaits (a Fetch other than the one
     # in flight, a Vote from an earlier candidacy, a BeginQuorumEpoch or EndQuorumEpoch from an
@@ -113,8 +113,9 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # fetch timeout forgets the leader and discovers it again, a follower's request timeout
     # re-sends to the leader (the model's reading); True: both keep the leader and send the
     # Fetch to a voter picked as in discovery (OBS-2), the leader and the node itself included;
-    # an observer whose fetch timer expired goes on so after every error answer, its timer not
-    # armed again, until a Fetch succeeds (NodeState.fetch_stalled) (KafkaRaftClient.
+    # an observer whose fetch timer expired (its Fetch still in flight: once that times out) goes
+    # on so after every error answer, its timer not armed again, until a Fetch succeeds
+    # (NodeState.fetch_stalled; RequestManager.findReadyBootstrapServer waits for the request in flight) (KafkaRaftClient.
     # pollFollowerAsObserver: hasFetchTimeoutExpired, maybeSendFetchToBestNode ->
     # maybeSendFetchToAnyBootstrap; handleFetchResponse -> resetFetchTimeout).
     stalled_fetch_any_voter: bool = False
@@ -204,6 +205,13 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # a heartbeat whether or not it acknowledged (KafkaRaftClient.maybeSendBeginQuorumEpochRequests
     # to every voter key but its own; LeaderState.resetBeginQuorumEpochTimer).
     begin_epoch_heartbeat: bool = False
+    # BEGIN-RESP-2: which Fetch from a voter acknowledges the leader (it is then sent no more
+    # BeginQuorumEpoch, begin_epoch_heartbeat off). False: any in the leader's epoch (the model's
+    # reading); True: one the leader serves from its log, not one it answers with a DivergingEpoch
+    # (KafkaRaftClient.tryCompleteFetchRequest calls LeaderState.updateReplicaState, which sets
+    # hasAcknowledgedLeader, for a valid offset only). Every release reads it so; from 3.9 the
+    # leader sends its BeginQuorumEpoch to every voter, so it shows only in kafka-3.8 and kafka-3.7.
+    served_fetch_acknowledges: bool = False
     # FETCH-RESP-1..5 at a follower or observer whose Fetch is answered with an error Kafka does
     # not expect (a top-level error such as INCONSISTENT_CLUSTER_ID where that is not fatal, or a
     # partition error other than FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER and
@@ -303,6 +311,7 @@ PROFILES["kafka-3.8"] = msgspec.structs.replace(
     unattached_discovery=False,
     unattached_voter_waits=True,
     begin_epoch_heartbeat=False,
+    served_fetch_acknowledges=True,
     end_epoch_unlisted_first=True,
     leader_outside_voters_ignored=True,
 )

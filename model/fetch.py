@@ -40,13 +40,15 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
 
     leader = state
     rules: tuple[str, ...] = ()
+    consistent = logs.is_consistent(leader.log, request.FetchOffset, request.LastFetchedEpoch)
     if source in config.voters:
         fetched = leader.fetched | {source}
         if config.options.check_quorum_resets_on_majority and len(fetched) >= config.majority:
             fetched = frozenset((config.node_id,))
-        leader = replace(leader, endorsed=leader.endorsed | {source}, fetched=fetched)
-        rules = ("BEGIN-RESP-2",)
-    if not logs.is_consistent(leader.log, request.FetchOffset, request.LastFetchedEpoch):
+        acknowledged = consistent or not config.options.served_fetch_acknowledges
+        leader = replace(leader, endorsed=leader.endorsed | {source} if acknowledged else leader.endorsed, fetched=fetched)
+        rules = ("BEGIN-RESP-2",) if acknowledged else ()
+    if not consistent:
         below = config.options.diverging_epoch == "below"
         diverging = logs.end_offset_for_epoch(leader.log, request.LastFetchedEpoch, strictly_below=below)
         if diverging == logs.NO_EPOCH:

@@ -147,7 +147,8 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
         if role == Role.OBSERVER and (not config.options.observer_fetch_timeout or state.fetch_stalled):
             return Transition(state, NO_OUTPUTS, UNCHANGED)  # no fetch timer armed
         if role == Role.OBSERVER and config.options.stalled_fetch_any_voter:
-            # Every request it had out has timed out by now: it awaits any voter's answer (aside none).
+            if state.fetching is not None:  # its Fetch still in flight: any voter is asked once that times out (RETRY-1)
+                return Transition(replace(state, fetch_stalled=True), NO_OUTPUTS, ("OBS-1",))
             fetching, outputs = send_fetch(config, replace(state, fetch_stalled=True, aside=None), any_voter=True)
             return Transition(fetching, outputs, ("OBS-1", "OBS-2"))
         if role == Role.OBSERVER:
@@ -157,10 +158,6 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
         # KIP-996: out of time, it follows the leader it knew again, or asks once more.
         after, outputs = lose_pre_vote(config, state) if state.leader_id != -1 else become_prospective(config, state)
         return Transition(after, outputs, ("ELECT-2",))
-    elif kind == TimerKind.ELECTION_TIMEOUT and role == Role.RESIGNED and config.options.resigned_resends_end_epoch:
-        # Its request timer is long past: the EndQuorumEpoch nobody acknowledged goes again before it stands.
-        stood = candidacy(config, state, "RESIGN-1")
-        return Transition(stood.state, resend_end_epoch(config, state) + stood.outputs, stood.rules + ("END-SEND-2",))
     elif kind == TimerKind.ELECTION_TIMEOUT and role in (Role.CANDIDATE, Role.UNATTACHED, Role.RESIGNED):
         rule = {Role.CANDIDATE: "ELECT-2", Role.UNATTACHED: "ELECT-3", Role.RESIGNED: "RESIGN-1"}[role]
         return candidacy(config, state, rule)

@@ -22,7 +22,7 @@ from model.config import ClusterConfig, ConfigError
 from model.events import Answer, AppendResult, Event, Request, Send, Timer, TimerKind
 from model.isr.config import PartitionConfig
 from model.isr.events import AlterIsr, IsrEvent
-from model.messages import DescribeQuorumRequest, EndQuorumEpochRequest, FetchRequest, Message, OffsetsForLeaderEpochRequest, Record
+from model.messages import DescribeQuorumRequest, FetchRequest, Message, OffsetsForLeaderEpochRequest, Record
 
 FORMAT_VERSION = 1
 KIND = "kraftcheck-trace"
@@ -36,6 +36,9 @@ CAPABILITIES = {
     "FetchRecordLimit": "as leader, limits the records of one Fetch response to the trace's fetch_max_records (as Kafka's MaxBytes limits bytes)",
     "EarlyRequestTimeout": "times a request out while the node's election, fetch or check-quorum timer runs (a request timeout well "
     "below the election and fetch timeouts; with Kafka's defaults, 2,000 ms against 1,000 to 2,000 ms, those expire first)",
+    "LateRequestTimeout": "fires the node's election, fetch or check-quorum timer while a request it sent is in flight, neither "
+    "answered nor timed out (a request timeout longer than what is left of that timer; with a request timeout of 100 ms the "
+    "request times out, and goes again, first). Declined at the step, not declared at start: it depends on the node's timers",
 }
 """Optional capabilities of a KRaft node, by name: a trace that needs one is not applicable to
 an implementation that declares it lacks it (`required_capabilities`)."""
@@ -374,6 +377,8 @@ def required_capabilities(trace: Trace) -> tuple[str, ...]:
     """The optional capabilities a KRaft trace needs: an OffsetsForLeaderEpoch or DescribeQuorum
     request among its inputs, a Fetch served under a record limit (fetch_max_records > 0), or a
     request timing out while the node's election or fetch timer runs (`_times_out_early`).
+    LateRequestTimeout is never required in advance: whether a request is still in flight when a
+    timer fires depends on the node's own timeouts, so a node declines that step instead.
     ISR replicas have none: OffsetsForLeaderEpoch is their truncation protocol (KIP-101)."""
     if trace.header.cluster is None:
         return ()
@@ -398,9 +403,7 @@ def _times_out_early(trace: Trace) -> bool:
       follows a leader (its fetch timer), as the step before left it (a voter that starts up with
       nothing persisted starts unattached);
     - a leader's second request_timeout with no majority of the voters fetching in between (its
-      check-quorum timer, 1.5 fetch timeouts, is not reset);
-    - a resigned node's election timer expecting its EndQuorumEpoch re-sent first (the request
-      timed out on the way)."""
+      check-quorum timer, 1.5 fetch timeouts, is not reset)."""
     cluster, initial, node = trace.header.cluster, trace.header.initial, trace.header.node
     majority = len(cluster.voters) // 2 + 1
     role, leader = ("unattached" if node in cluster.voters and initial.empty and not initial.down else "down"), -1  # as the step before left the node
@@ -422,9 +425,6 @@ def _times_out_early(trace: Trace) -> bool:
                     return True
             if event.kind == TimerKind.PROGRESS_TIMEOUT:
                 timeouts, fetched = 0, set()
-            resends = any(type(send.message) is EndQuorumEpochRequest for send in step.expect.sends)
-            if event.kind == TimerKind.ELECTION_TIMEOUT and role == "resigned" and resends:
-                return True
         if step.state is not None:
             role, leader = step.state.role, step.state.leader_id
     return False

@@ -139,6 +139,7 @@ KAFKA_3_9 = {
 KAFKA_3_8 = {name: value for name, value in KAFKA_3_9.items() if name not in ("unattached_discovery", "begin_epoch_heartbeat")} | {
     "unattached_voter_waits": True,
     "end_epoch_unlisted_first": True,
+    "served_fetch_acknowledges": True,
     "leader_outside_voters_ignored": True,
 }
 

@@ -10,16 +10,18 @@ at (raise the search budget that starves the corpus, or aim a search or its walk
 import json
 import shutil
 from functools import cache
+from pathlib import Path
 
 import pytest
 
+from adapters.model_adapter import ModelAdapter
 from adapters.mutants import MUTANTS
 from conformance import cli
 from conformance.certify import mutation
-from conformance.certify.mutation import MIN_CATCHING_TRACES, UNOBSERVABLE, MutantScore, mutation_scores, profile_readings
-from conformance.certify.replay import CONFORMS, NOT_APPLICABLE, replay
+from conformance.certify.mutation import MIN_CATCHING_TRACES, UNOBSERVABLE, UNREACHED, MutantScore, mutation_scores, profile_readings
+from conformance.certify.replay import CONFORMS, DEPARTS, NOT_APPLICABLE, replay
 from conformance.certify.precision import load_corpus
-from conformance.corpus.generate import shipped_corpora
+from conformance.corpus.generate import DEFAULT_CORPUS, shipped_corpora
 from conformance.corpus.manifest import MANIFEST
 from model.config import PROFILES
 from model.events import Restart
@@ -50,7 +52,7 @@ def test_every_applicable_mutant_and_reading_is_caught_by_at_least_three_traces(
     corpus = shipped_corpora()[profile]
     systems = {traces.read_header(path).system for path in corpus.glob("*.jsonl")}
     applicable = {name for name, mutant in MUTANTS.items() if mutant.system in systems}
-    applicable |= {name for name, _, _ in profile_readings(profile) if name not in UNOBSERVABLE.get(profile, {})}
+    applicable |= {name for name, _, _ in profile_readings(profile) if name not in UNOBSERVABLE.get(profile, {}) | UNREACHED.get(profile, {})}
     found = scores(profile)
     short = {name for name in applicable if found[name].failed < MIN_CATCHING_TRACES}
     assert not short, {name: found[name].failed for name in short}
@@ -68,6 +70,25 @@ def test_an_unobservable_reading_conforms_to_every_trace_and_departs_nowhere_the
         verdicts = {replay(adapters[name], trace, str(path)).verdict for path, trace in loaded}
         assert verdicts <= {CONFORMS, NOT_APPLICABLE}, name
         assert f"reading {name} departs" not in cells
+
+
+@pytest.mark.parametrize("profile", sorted(UNREACHED))
+def test_a_reading_the_corpus_does_not_reach_departs_on_its_scenario(profile, tmp_path):
+    """Each reading named unreached: the corpus catches it nowhere (else it need not be named),
+    and its library scenario, which the profile's own reading passes, departs under it."""
+    adapters = {name: adapter for name, _, adapter in profile_readings(profile)}
+    for name, scenario in UNREACHED[profile].items():
+        assert scores(profile)[name].failed == 0, name
+        (_, trace), = load_corpus([scenario_trace(scenario, tmp_path / scenario)])
+        assert replay(ModelAdapter("reference"), trace, scenario).verdict == CONFORMS
+        assert replay(adapters[name], trace, scenario).verdict == DEPARTS, name
+
+
+def scenario_trace(name: str, out: Path) -> Path:
+    """The library scenario `name`, compiled to its trace in `out`."""
+    assert cli.main(["scenario", "compile", str(DEFAULT_CORPUS / "scenarios" / f"{name}.scenario"), "--out", str(out)]) == 0
+    (path,) = sorted(out.glob("*.jsonl"))
+    return path
 
 
 def test_what_makes_a_reading_unobservable_holds_in_its_profile():

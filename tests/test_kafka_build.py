@@ -364,8 +364,9 @@ def test_plain_kafka_is_the_default_version(monkeypatch):
         ("kafka:2.8.0", f"Kafka 2.8.0 {TOO_OLD}"),
         ("kafka:", "Kafka version '' is not MAJOR.MINOR.PATCH (tested: 3.9.1, 4.3.1)"),
         ("kafka:4.3.1,timeouts=slow", "timeouts='slow': short (the adapter's: request 100 ms, retry backoff 10 ms, election 1,000 ms, fetch 2,000 ms), "
-         "kafka (Kafka's defaults: request 2,000 ms, retry backoff 20 ms, election 1,000 ms, fetch 2,000 ms)"),
-        ("kafka:4.3.1,seed=1", "kafka option 'seed=1' is not timeouts=NAME: kafka:VERSION[,timeouts=short|kafka]"),
+         "kafka (Kafka's defaults: request 2,000 ms, retry backoff 20 ms, election 1,000 ms, fetch 2,000 ms), "
+         "long (a request outlasting every other timer: request 10,000 ms, retry backoff 20 ms, election 1,000 ms, fetch 2,000 ms)"),
+        ("kafka:4.3.1,seed=1", "kafka option 'seed=1' is not timeouts=NAME: kafka:VERSION[,timeouts=short|kafka|long]"),
     ],
 )
 def test_the_registry_refuses_bad_versions(spec, message):
@@ -375,7 +376,7 @@ def test_the_registry_refuses_bad_versions(spec, message):
 
 
 def test_an_unknown_adapter_s_message_lists_kafka():
-    with pytest.raises(AdapterOptionError, match=r"subprocess:COMMAND, kafka or kafka:VERSION\[,timeouts=kafka\] \(see `kraftcheck adapters list`\)$"):
+    with pytest.raises(AdapterOptionError, match=r"subprocess:COMMAND, kafka or kafka:VERSION\[,timeouts=kafka\|long\] \(see `kraftcheck adapters list`\)$"):
         adapter_factory("telepathy")
 
 
@@ -425,4 +426,4 @@ def test_cli_help_describes_the_adapters_command(capsys):
     assert "list the adapter forms and which Kafka versions are built" in text
     assert "build the Kafka adapter now (otherwise built on first use)" in text
     assert "--kafka-version VERSION" in text and "--force" in text
-    assert "or kafka[:VERSION[,timeouts=kafka]], Apache Kafka's KafkaRaftClient (default version 4.3.1; with the adapter's short timeouts, or Kafka's default ones)" in text
+    assert "or kafka[:VERSION[,timeouts=kafka|long]], Apache Kafka's KafkaRaftClient (default version 4.3.1; with the adapter's short timeouts, Kafka's default ones, or a long request timeout)" in text

@@ -123,18 +123,46 @@ def test_kafka_answers_a_refused_fetch_without_a_high_watermark():
 def test_a_kafka_fetcher_whose_fetch_stalls_asks_any_voter_and_keeps_its_leader():
     """stalled_fetch_any_voter: an observer's fetch timeout and a follower's request timeout keep
     the leader and send the Fetch as in discovery (every other voter by default); as written the
-    observer forgets the leader and the follower re-sends to the leader."""
+    observer forgets the leader and the follower re-sends to the leader. Kafka's observer whose
+    Fetch is still in flight asks no voter until that Fetch times out (findReadyBootstrapServer
+    waits for it); with none in flight it asks at once."""
     request = fetch(4, epoch=2)
-    observer = NodeState(role=Role.OBSERVER, epoch=2, leader_id=1, fetching=request)
-    for profile, role, leader in (("kip595", Role.OBSERVER, -1), ("kafka-3.9", Role.OBSERVER, 1)):
-        chosen = ClusterConfig(voters=(1, 2, 3), observers=(4,), profile=profile).node(4)
-        timed_out = nodes.on_timer(chosen, observer, nodes.TimerKind.FETCH_TIMEOUT)
-        assert (timed_out.state.role, timed_out.state.leader_id) == (role, leader), profile
-        assert sends(timed_out) == [(1, request), (2, request), (3, request)], profile
+    every_voter = [(1, request), (2, request), (3, request)]
+    waiting = NodeState(role=Role.OBSERVER, epoch=2, leader_id=1, fetching=request)
+    idle = NodeState(role=Role.OBSERVER, epoch=2, leader_id=1)
+    kip595 = ClusterConfig(voters=(1, 2, 3), observers=(4,), profile="kip595").node(4)
+    forgot = nodes.on_timer(kip595, waiting, nodes.TimerKind.FETCH_TIMEOUT)
+    assert (forgot.state.role, forgot.state.leader_id, sends(forgot)) == (Role.OBSERVER, -1, every_voter)
+    kafka = ClusterConfig(voters=(1, 2, 3), observers=(4,), profile="kafka-3.9").node(4)
+    stalled = nodes.on_timer(kafka, waiting, nodes.TimerKind.FETCH_TIMEOUT)
+    assert (stalled.state.leader_id, stalled.state.fetch_stalled, sends(stalled)) == (1, True, [])
+    asked = nodes.on_timer(kafka, stalled.state, nodes.TimerKind.REQUEST_TIMEOUT)
+    assert (asked.state.leader_id, sends(asked)) == (1, every_voter)
+    at_once = nodes.on_timer(kafka, idle, nodes.TimerKind.FETCH_TIMEOUT)
+    assert (at_once.state.leader_id, at_once.state.fetch_stalled, sends(at_once)) == (1, True, every_voter)
     follower = NodeState(role=Role.FOLLOWER, epoch=2, leader_id=1, fetching=fetch(2, epoch=2))
     assert sends(nodes.on_timer(config("kip595", 2), follower, nodes.TimerKind.REQUEST_TIMEOUT)) == [(1, fetch(2, epoch=2))]
     retried = nodes.on_timer(config("kafka-3.9", 2), follower, nodes.TimerKind.REQUEST_TIMEOUT)
     assert (retried.state.leader_id, sends(retried)) == (1, [(1, fetch(2, epoch=2)), (3, fetch(2, epoch=2))])
+
+
+def test_kafka_3_8_takes_only_a_fetch_it_serves_as_an_acknowledgement():
+    """served_fetch_acknowledges: a Fetch that the leader answers with a DivergingEpoch does not
+    acknowledge it (tryCompleteFetchRequest updates the replica's state, hasAcknowledgedLeader
+    with it, for a valid offset only), so Kafka 3.8's leader sends that voter its BeginQuorumEpoch
+    again when its request times out; as written any Fetch acknowledges the leader. A Fetch it
+    serves acknowledges it under both."""
+    log = (Record(Offset=0, Epoch=1, Value=1), Record(Offset=1, Epoch=3, Value=LeaderChangeMessage(LeaderId=1, VotedIds=(1, 3))))
+    leader = NodeState(role=Role.LEADER, epoch=3, leader_id=1, voted_id=1, log=log, high_watermark=-1, replica_offsets=(2, -1, -1), endorsed=frozenset((1, 3)), fetched=frozenset((1,)))
+    diverging = Request(source=2, message=fetch(2, epoch=3, offset=2, last_epoch=2))
+    announce = BeginQuorumEpochRequest(ClusterId="kraft-cluster", LeaderId=1, LeaderEpoch=3)
+    for profile, again in (("kip595", []), ("kafka-3.8", [(2, announce)])):
+        chosen = config(profile)
+        fetched = nodes.step(chosen, leader, diverging)
+        assert sends(fetched)[0][1].DivergingEpoch == EpochEndOffset(Epoch=1, EndOffset=1), profile
+        assert sends(nodes.on_timer(chosen, fetched.state, TimerKind.REQUEST_TIMEOUT)) == again, profile
+        served = nodes.step(chosen, leader, Request(source=2, message=fetch(2, epoch=3, offset=1, last_epoch=1))).state
+        assert 2 in served.endorsed, profile
 
 
 def test_kafka_restarts_its_check_quorum_count_as_soon_as_a_majority_fetched():
@@ -335,11 +363,13 @@ def test_kafka_refuses_a_describe_quorum_with_the_schema_defaults():
 
 def test_a_kafka_4_observer_has_no_fetch_timeout():
     """observer_fetch_timeout off: Kafka 4.x's observer ignores its fetch timer (a stalled Fetch
-    is replaced on the request timeout); Kafka 3.9's looks for another voter."""
+    is replaced on the request timeout); Kafka 3.9's stalls, and looks for another voter once its
+    Fetch times out."""
     observer = NodeState(role=Role.OBSERVER, epoch=1, leader_id=1, fetching=fetch(4, epoch=1))
     assert TimerKind.FETCH_TIMEOUT not in nodes.armed_timers(observer_config("kafka-4.3"), observer)
     assert nodes.on_timer(observer_config("kafka-4.3"), observer, TimerKind.FETCH_TIMEOUT).state == observer
-    assert sends(nodes.on_timer(observer_config("kafka-3.9"), observer, TimerKind.FETCH_TIMEOUT))
+    assert TimerKind.FETCH_TIMEOUT in nodes.armed_timers(observer_config("kafka-3.9"), observer)
+    assert nodes.on_timer(observer_config("kafka-3.9"), observer, TimerKind.FETCH_TIMEOUT).state.fetch_stalled
 
 
 def test_a_resigned_kafka_leader_does_not_know_its_high_watermark():

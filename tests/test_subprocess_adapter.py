@@ -10,9 +10,11 @@ import time
 import msgspec
 import pytest
 
-from adapters.contract import AdapterError
+from adapters.contract import AdapterError, CapabilityLacking
 from adapters.model_adapter import ModelAdapter
 from adapters.subprocess_adapter import SubprocessAdapter
+from conformance.certify.replay import NOT_APPLICABLE, replay
+from conformance.corpus.reference import build_trace
 from model.events import Answer, AppendResult, ClientAppend, Crash, Request, Resign, Response, Restart, Send, Timer, TimerKind
 from model.isr.events import AlterIsr, FetchNext, PowerLoss, ShrinkIsr, Startup
 from model.isr.state import LeaderAndIsr
@@ -367,6 +369,37 @@ def test_missing_command_is_reported(make_adapter):
 def test_refusal_is_reported_with_its_text(make_adapter, tmp_path):
     adapter = make_adapter(fake_node(tmp_path, 'print(\'{"ok": false, "error": "unsupported: timers"}\', flush=True)\nsys.stdin.read()\n'))
     assert failure(adapter) == "the implementation refused 'timer': unsupported: timers"
+
+
+DECLINED = '{"ok": false, "error": "unsupported: a request in flight times out first", "lacks": "LateRequestTimeout"}'
+OBSERVED_REPLY = '{"ok": true, "state": {' + OBSERVED + "}}"
+
+
+def test_a_refusal_naming_a_capability_declines_the_step_and_leaves_the_process_usable(make_adapter, tmp_path):
+    """A node may decline one input for want of a capability it has in some states only (a timer
+    its clock cannot fire first): the replies to the step's other commands are still read, so
+    the same process answers the next command."""
+    adapter = make_adapter(fake_node(tmp_path, replying(DECLINED, DRAINED, OBSERVED_REPLY, OBSERVED_REPLY)))
+    adapter.start(header(1))
+    with pytest.raises(CapabilityLacking) as declined:
+        adapter.step(Timer(kind=TimerKind.ELECTION_TIMEOUT))
+    assert declined.value.capability == "LateRequestTimeout"
+    assert str(declined.value) == "the implementation refused 'timer': unsupported: a request in flight times out first"
+    assert adapter.observe().role == "follower"  # the fourth reply: nothing was left unread
+
+
+def test_a_declined_step_makes_the_trace_not_applicable_from_there(make_adapter, tmp_path):
+    trace = build_trace("declined", TraceCluster(voters=(1, 2, 3)), 1, [Timer(kind=TimerKind.ELECTION_TIMEOUT)], "test")
+    adapter = make_adapter(fake_node(tmp_path, replying(DECLINED, DRAINED, OBSERVED_REPLY) + "sys.stdin.read()\n"))
+    result = replay(adapter, trace, "declined.jsonl")
+    assert (result.verdict, result.lacks) == (NOT_APPLICABLE, ("LateRequestTimeout",))
+    assert result.failure == "step 1: the implementation refused 'timer': unsupported: a request in flight times out first"
+    assert result.rules_not_applicable == tuple(sorted(trace.steps[0].rules)) and result.steps_run == 0
+
+
+def test_a_refusal_naming_an_unknown_capability_is_an_invalid_reply(make_adapter, tmp_path):
+    adapter = make_adapter(fake_node(tmp_path, replying('{"ok": false, "error": "no", "lacks": "Telepathy"}', DRAINED, OBSERVED_REPLY)))
+    assert "invalid reply to 'timer': a refusal for want of 'Telepathy', which is not an optional capability" in failure(adapter)
 
 
 def test_close_stops_a_process_that_ignores_stop(make_adapter, tmp_path):

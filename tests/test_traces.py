@@ -274,14 +274,18 @@ def test_a_request_timing_out_while_an_election_or_fetch_timer_runs_needs_early_
     assert ("EarlyRequestTimeout" in traces.required_capabilities(trace)) is needs
 
 
-@pytest.mark.parametrize("profile, needs", [("kafka-3.9", True), ("kip595", False)])
-def test_a_resigned_node_re_sending_end_quorum_epoch_with_its_election_timer_needs_early_request_timeout(profile, needs):
-    """Kafka's resigned node re-sends EndQuorumEpoch on its request timer; the Kafka profiles
-    expect it as the election timer fires, the request having timed out on the way."""
+def test_a_resigned_node_re_sends_end_quorum_epoch_on_its_request_timer_only():
+    """Kafka's resigned node re-sends EndQuorumEpoch when its request times out; when its
+    election timer fires it stands and re-sends nothing, its requests still in flight (a node
+    whose request timer would expire first declines that timer: LateRequestTimeout). The request
+    timing out while its election timer runs needs EarlyRequestTimeout, and nothing else does."""
     initial = traces.Persisted(epoch=3, leader_id=1, voted_id=1)
-    trace = build_trace("resigned", TraceCluster(voters=(1, 2, 3), profile=profile), 1, [Restart(), Timer(kind=TimerKind.ELECTION_TIMEOUT)], "test", initial=initial)
-    assert trace.steps[0].state.role == "resigned"
-    assert ("EarlyRequestTimeout" in traces.required_capabilities(trace)) is needs
+    ends = [Restart(), REQUEST_TIMEOUT, Timer(kind=TimerKind.ELECTION_TIMEOUT)]
+    trace = build_trace("resigned", TraceCluster(voters=(1, 2, 3), profile="kafka-3.9"), 1, ends, "test", initial=initial)
+    sent = [sorted(type(send.message).__name__ for send in step.expect.sends) for step in trace.steps]
+    assert [step.state.role for step in trace.steps] == ["resigned", "resigned", "candidate"]
+    assert sent == [["EndQuorumEpochRequest"] * 2, ["EndQuorumEpochRequest"] * 2, ["VoteRequest"] * 2]
+    assert traces.required_capabilities(trace) == ("EarlyRequestTimeout",)
 
 
 FETCH_FROM_2 = Request(source=2, message=FetchRequest(ClusterId="kraft-cluster", ReplicaId=2, CurrentLeaderEpoch=1, FetchOffset=0, LastFetchedEpoch=0))

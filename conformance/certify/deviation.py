@@ -25,7 +25,7 @@ import msgspec
 
 from adapters.process_lifetime import forked_map
 from conformance.certify.playback import Playback, Recording
-from conformance.certify.replay import CONFORMS, DEPARTS, TraceResult, failure_text, replay
+from conformance.certify.replay import CONFORMS, DEPARTS, NOT_APPLICABLE, TraceResult, failure_text, replay
 from model.config import Deviation, NodeConfig, Options, OptionsRead, deviations, read_with
 from spec.trace import Trace
 
@@ -122,8 +122,14 @@ class Judge:
         return Trial(frozenset(chosen), results, touched)
 
 
+def settles(result: TraceResult) -> bool:
+    """No departure left: the trace conforms, or conforms up to a step the implementation
+    declined for want of a capability (not applicable from there: nothing there to explain)."""
+    return result.verdict in (CONFORMS, NOT_APPLICABLE)
+
+
 def conforming(results: dict[str, TraceResult]) -> set[str]:
-    return {path for path, result in results.items() if result.verdict == CONFORMS}
+    return {path for path, result in results.items() if settles(result)}
 
 
 class Round:
@@ -132,8 +138,8 @@ class Round:
 
     def __init__(self, judge: Judge, chosen: tuple[Deviation, ...], now: dict[str, TraceResult], departing: list[str], kept: list[str], progress) -> None:
         self.judge, self.chosen, self.now, self.progress = judge, chosen, now, progress
-        self.unsettled = [path for path in departing if now[path].verdict != CONFORMS]
-        self.settled = [path for path in departing + kept if now[path].verdict == CONFORMS]
+        self.unsettled = [path for path in departing if not settles(now[path])]
+        self.settled = [path for path in departing + kept if settles(now[path])]
         self.best: tuple[Deviation, ...] | None = None
         self.best_score = (0, 0)  # traces conforming more, steps run further in those that do not
         self.best_trial = Trial(frozenset(), {}, {})  # the best addition's, on every trace judged
@@ -194,7 +200,7 @@ def explain(
     judged in `jobs` processes at once, with the same outcome for any number."""
     judge = Judge(corpus, budget, jobs)
     departing = [r.trace for r in results if r.verdict == DEPARTS and r.trace in corpus]
-    kept = [r.trace for r in results if r.verdict == CONFORMS and r.trace in corpus]
+    kept = [r.trace for r in results if settles(r) and r.trace in corpus]
     catalogue = deviations(profile)
     chosen: tuple[Deviation, ...] = ()
     now = {r.trace: r for r in results if r.trace in corpus}
@@ -212,7 +218,7 @@ def explain(
         chosen = tuple(sorted((*chosen, *search.best)))
         now |= search.best_trial.results
         judge.reference = search.best_trial
-    chosen = needed(judge, chosen, [path for path in departing + kept if now[path].verdict == CONFORMS])
+    chosen = needed(judge, chosen, [path for path in departing + kept if settles(now[path])])
     judge.reference = judge(chosen, departing + kept)
     final = judge.reference.results
     conform = sorted(conforming(final))
@@ -221,7 +227,7 @@ def explain(
         for d in chosen
     )
     read = [final.get(r.trace, r) for r in results if r.verdict in (CONFORMS, DEPARTS)]
-    unexplained = tuple(Unexplained(trace=r.trace, failure=failure_text(r)) for r in read if r.verdict != CONFORMS)
+    unexplained = tuple(Unexplained(trace=r.trace, failure=failure_text(r)) for r in read if not settles(r))
     return Deviations(
         profile=profile,
         departed=sum(r.verdict == DEPARTS for r in results),

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from adapters.contract import Adapter, AdapterError
+from adapters.contract import Adapter, AdapterError, CapabilityLacking
 from conformance.certify.replay import TraceResult, failure_reason, replay_file
 from spec.trace import Header, Input, Observed, Outputs
 
@@ -25,6 +25,7 @@ class Call(NamedTuple):
     asked: Header | Input | None  # the header started, the input stepped; None for OBSERVE
     answer: Outputs | Observed | None  # what a STEP or an OBSERVE returned
     failure: str | None = None  # the call failed, so (replay.failure_reason)
+    lacking: str | None = None  # the call was declined for want of this capability (CapabilityLacking)
 
 
 class Recording(NamedTuple):
@@ -50,7 +51,7 @@ class Recorder:
         try:
             answer = call()
         except Exception as error:
-            self.calls.append(Call(kind, asked, None, failure_reason(error)))
+            self.calls.append(Call(kind, asked, None, failure_reason(error), getattr(error, "capability", None)))
             raise
         self.calls.append(Call(kind, asked, answer))
         return answer
@@ -87,6 +88,8 @@ class Playback:
         self.at += 1
         if call.kind != kind or call.asked != asked:
             raise AdapterError(f"playback: asked to {kind} {asked!r}, where the implementation was asked to {call.kind} {call.asked!r}")
+        if call.lacking is not None:
+            raise CapabilityLacking(call.lacking, call.failure or "")
         if call.failure is not None:
             raise AdapterError(call.failure)
         return call.answer

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from adapters.contract import Adapter, AdapterError
+from adapters.contract import Adapter, AdapterError, CapabilityLacking
 from adapters.node_models import NodeModel, model_for, outputs_of
 from conformance.corpus.manifest import changed_since_generated, verified_files
 from conformance.corpus.reference import build_trace, event_text
@@ -488,6 +488,10 @@ def replay(adapter: Adapter, trace: Trace, path: str, reading: Callable[[Any], A
             run += 1
             passed_rules.update(consistent[0][1].transition.rules)
         adapter.close()  # the end of a trace that conformed so far is part of it: a subprocess's reset may fail it
+    except CapabilityLacking as lacking:  # declined at this step: the steps from here are not applicable
+        failing = run + skipped
+        inapplicable = tuple(sorted({r for step in trace.steps[failing:] for r in step.rules}))
+        return result(NOT_APPLICABLE, lacks=(lacking.capability,), failure=readable(f"step {failing + 1}: {lacking}"), rules_not_applicable=inapplicable)
     except Exception as error:  # noqa: BLE001 - an adapter that fails in any way fails this trace alone
         failing = run + skipped
         where, failed_rules = (f"step {failing + 1}", trace.steps[failing].rules) if failing < len(trace.steps) else ("after the last step", ())

@@ -23,6 +23,7 @@ def list_adapters(args: argparse.Namespace) -> int:
         rows.append((name, f"Apache Kafka {version}'s KafkaRaftClient (a tested version)", state))
     rows.append(("kafka:VERSION", "Apache Kafka's KafkaRaftClient, any 3.3.x or later (untested but for the certified releases)", "built on first use"))
     rows.append(("kafka:VERSION,timeouts=kafka", "the same with Kafka's default timeouts instead of the adapter's short ones", "as kafka:VERSION"))
+    rows.append(("kafka:VERSION,timeouts=long", "the same with a request timeout longer than every other timer", "as kafka:VERSION"))
     print(tabulate(rows, headers=("adapter", "what it is", "state"), tablefmt="simple"))
     print("\nThe Kafka adapter is built with Maven (JDK 17, Kafka's jars from Maven Central) on first use, or by `kraftcheck adapters build kafka`.")
     return 0

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from adapters.registry import adapter_factory
-from conformance.certify.replay import failure_text
+from conformance.certify.replay import NOT_APPLICABLE, failure_text
 from conformance.certify.reports.terminal import side_by_side
 from conformance.certify.reports.wording import FAILING, allowed_text
 from conformance.outputs import check_directory, publish_directory, replace_files
@@ -35,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
     rows = [(r.trace, r.node if r.node >= 0 else "all", r.steps, "passes" if r.passed else r.verdict, "-" if r.passed else readable(failure_text(r), FAILURE_CELL)) for r in results]
     print(wrapped_table(rows, ("scenario", "node", "steps", "verdict", "first failure"), [None, None, None, None, 70]))
     failing = [r for r in results if r.verdict in FAILING]
-    print(f"\n{len(results)} scenarios, {len(results) - len(failing)} pass, {len(failing)} fail (adapter {args.adapter})")
+    inapplicable = sum(r.verdict == NOT_APPLICABLE for r in results)
+    also = f", {inapplicable} not applicable" if inapplicable else ""
+    print(f"\n{len(results)} scenarios, {len(results) - len(failing) - inapplicable} pass, {len(failing)} fail{also} (adapter {args.adapter})")
     if failing:
         first = failing[0]
         print(f"\nfirst failure, {first.trace}:\n  {failure_text(first)}")

@@ -309,13 +309,17 @@ def test_boot_2_conflicting_end_quorum_epoch_is_a_mere_rejection():
 def test_stalled_fetch_any_voter_an_expired_fetch_timer_keeps_the_observer_asking_any_voter():
     """Options.stalled_fetch_any_voter, Kafka 3.9's observer (pollFollowerAsObserver: while
     hasFetchTimeoutExpired, maybeSendFetchToAnyBootstrap; handleFetchResponse -> resetFetchTimeout
-    on an answer without error): after its fetch timer fires, an error answer sends the next Fetch
-    to any voter, not to the leader, and the timer is not armed again until a Fetch succeeds."""
+    on an answer without error): after its fetch timer fires, its Fetch in flight, the request
+    timeout sends the next Fetch to any voter, not to the leader (findReadyBootstrapServer waits
+    for the request in flight), so does an error answer, and the timer is not armed again until
+    a Fetch succeeds."""
     cfg = config(4, observers=(4,), stalled_fetch_any_voter=True)
     records = log(1)
     again = fetch(4, 1, 1, 1)
     following = state(Role.OBSERVER, epoch=1, leader_id=1, log=records, fetching=again)
-    expired = timer(cfg, following, TimerKind.FETCH_TIMEOUT)
+    stalled = timer(cfg, following, TimerKind.FETCH_TIMEOUT)
+    assert stalled.state.fetch_stalled and stalled.outputs == ()
+    expired = timer(cfg, stalled.state, TimerKind.REQUEST_TIMEOUT)
     assert expired.state.fetch_stalled and Counter(expired.outputs) == Counter(Send(destination=v, message=again) for v in (1, 2, 3))
     assert node.armed_timers(cfg, expired.state) == (TimerKind.REQUEST_TIMEOUT,)
     assert timer(cfg, expired.state, TimerKind.FETCH_TIMEOUT).outputs == ()

@@ -10,6 +10,8 @@ import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.common.utils.MockTime;
 
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
 import java.net.InetSocketAddress;
 import java.security.CodeSource;
 import java.util.ArrayList;
@@ -233,24 +235,30 @@ final class DrivenNode {
                     if (remaining < 0) {
                         return;
                     }
-                    sleepAndPoll(remaining);
+                    sleepAndPoll(requestsStillOut(kind, remaining));
                 }
             }
             case "fetch_timeout" -> {
                 QuorumState quorum = client.quorum();
                 if (quorum.isFollower()) {
-                    sleepAndPoll(quorum.followerStateOrThrow().remainingFetchTimeMs(time.milliseconds()));
+                    sleepAndPoll(requestsStillOut(kind, quorum.followerStateOrThrow().remainingFetchTimeMs(time.milliseconds())));
                 } else if (quorum.isObserver()) {
-                    sleepAndPoll(timeouts.fetchMs());
+                    sleepAndPoll(requestsStillOut(kind, timeouts.fetchMs()));
                 }
             }
             case "progress_timeout" -> {
                 // Kafka 3.6 and older have no check-quorum timer: the timer does nothing there.
                 if (client.quorum().isLeader()) {
-                    Api.checkQuorumMs(client.quorum().leaderStateOrThrow(), time.milliseconds()).ifPresent(this::sleepAndPoll);
+                    Api.checkQuorumMs(client.quorum().leaderStateOrThrow(), time.milliseconds()).ifPresent(ms -> sleepAndPoll(requestsStillOut(kind, ms)));
                 }
             }
             case "request_timeout" -> {
+                long stateTimerMs = stateTimerMs();
+                if (stateTimerMs < timeouts.requestMs() + timeouts.retryBackoffMs()) {
+                    throw new Unsupported(String.format("a request_timeout over the %s's own timer: that timer expires in %,d ms, before its requests time out "
+                        + "and go again (%,d ms; timeouts %s)", role(), stateTimerMs,
+                        timeouts.requestMs() + timeouts.retryBackoffMs(), timeouts.name()), "EarlyRequestTimeout");
+                }
                 sleepAndPoll(timeouts.requestMs());
                 if (isUp()) {
                     sleepAndPoll(timeouts.retryBackoffMs());
@@ -264,6 +272,71 @@ final class DrivenNode {
             }
             default -> throw new IllegalArgumentException("unknown timer kind " + kind);
         }
+    }
+
+    /**
+     * `ms`, the time left on the timer `kind`, if no request the node has in flight times out
+     * first or with it: a jump to Kafka's request timer would have it time out, and its request
+     * sent again, on the way, where the trace fires this timer alone. The node declines it for want of
+     * LateRequestTimeout (spec/trace.py): the trace is not applicable with these timeouts.
+     */
+    private long requestsStillOut(String kind, long ms) {
+        long request = firstRequestTimeoutMs();
+        if (ms < UNARMED_MS && request <= ms) {
+            throw new Unsupported(String.format("a %s over a request in flight: Kafka's request timer expires in %,d ms, by this timer (%,d ms; timeouts %s), "
+                + "and its request goes again on the way", kind, request, ms, timeouts.name()), "LateRequestTimeout");
+        }
+        return ms;
+    }
+
+    /**
+     * The time until the first request in flight times out in Kafka's RequestManager (which
+     * forgets its requests on every change of state), Long.MAX_VALUE with none. Its connections are
+     * private; every release names them alike (connections, remainingRequestTimeMs).
+     */
+    private long firstRequestTimeoutMs() {
+        try {
+            Object manager = field(client, KafkaRaftClient.class, "requestManager");
+            long first = Long.MAX_VALUE;
+            for (Object connection : ((Map<?, ?>) field(manager, manager.getClass(), "connections")).values()) {
+                Method remaining = connection.getClass().getDeclaredMethod("remainingRequestTimeMs", long.class);
+                remaining.setAccessible(true);
+                long ms = (long) remaining.invoke(connection, time.milliseconds());
+                if (ms > 0) {
+                    first = Math.min(first, ms);
+                }
+            }
+            return first;
+        } catch (ReflectiveOperationException unreadable) {
+            throw new IllegalStateException("the harness cannot read Kafka's RequestManager: " + unreadable, unreadable);
+        }
+    }
+
+    private static Object field(Object owner, Class<?> type, String name) throws ReflectiveOperationException {
+        Field field = type.getDeclaredField(name);
+        field.setAccessible(true);
+        return field.get(owner);
+    }
+
+    /**
+     * The time left on the node's election, fetch or check-quorum timer, whichever its state runs;
+     * Long.MAX_VALUE with none, and for a candidate backing off: that random backoff may end
+     * within a request timeout (ELECT-6's on-request-timer).
+     */
+    private long stateTimerMs() {
+        QuorumState quorum = client.quorum();
+        long now = time.milliseconds();
+        if (Release.candidateBackingOff(quorum)) {
+            return Long.MAX_VALUE;
+        }
+        if (quorum.isFollower()) {
+            return quorum.followerStateOrThrow().remainingFetchTimeMs(now);
+        }
+        if (quorum.isLeader()) {
+            return Api.checkQuorumMs(quorum.leaderStateOrThrow(), now).orElse(Long.MAX_VALUE);
+        }
+        long election = quorum.isObserver() ? -1 : Release.electionTimerMs(quorum, now);
+        return election < 0 ? Long.MAX_VALUE : election;
     }
 
     /**

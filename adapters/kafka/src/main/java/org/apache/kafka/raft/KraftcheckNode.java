@@ -58,7 +58,10 @@ public final class KraftcheckNode {
                 return ok();
             }
             return handle(name, command);
-        } catch (Unsupported | IllegalArgumentException refused) {
+        } catch (Unsupported refused) {
+            ObjectNode reply = failure(refused.getMessage());
+            return refused.lacks == null ? reply : reply.put("lacks", refused.lacks);
+        } catch (IllegalArgumentException refused) {
             return failure(refused.getMessage());
         } catch (Exception failed) {
             failed.printStackTrace(System.err);

@@ -3,13 +3,16 @@ package org.apache.kafka.raft;
 /**
  * The node's timeouts. "short", the default, is the adapter's own (a request times out long before
  * an election timer, as with Kafka's RaftClientTestContext); "kafka" is Kafka's defaults
- * (QuorumConfig's, RaftConfig's before 3.8: DEFAULT_QUORUM_*_MS). A `timer` command moves mock
- * time to that timer's expiry in one jump, so which timers expire on the way depends on these:
- * the reply to start names them, and every report with it.
+ * (QuorumConfig's, RaftConfig's before 3.8: DEFAULT_QUORUM_*_MS); "long" a request timeout
+ * (quorum.request.timeout.ms) longer than every other timer, a leader's check-quorum timer (1.5
+ * fetch timeouts) included. A `timer` command moves mock time to that timer's expiry in one jump,
+ * so which of the trace's orders of timers the node can take depends on these: the reply to start
+ * names them, and every report with it.
  */
 record Timeouts(String name, int requestMs, int retryBackoffMs, int electionMs, int electionBackoffMaxMs, int fetchMs) {
     static final Timeouts SHORT = new Timeouts("short", 100, 10, 1_000, 1_000, 2_000);
     static final Timeouts KAFKA = new Timeouts("kafka", 2_000, 20, 1_000, 1_000, 2_000);
+    static final Timeouts LONG = new Timeouts("long", 10_000, 20, 1_000, 1_000, 2_000);
     /**
      * How long the node's Fetch asks its leader to hold it when nothing is new, under either
      * timeouts: Kafka's own (KafkaRaftClient.MAX_FETCH_WAIT_MS, what the raft manager passes), the
@@ -21,7 +24,8 @@ record Timeouts(String name, int requestMs, int retryBackoffMs, int electionMs, 
         return switch (name) {
             case "short" -> SHORT;
             case "kafka" -> KAFKA;
-            default -> throw new IllegalArgumentException("unknown timeouts " + name + ": short or kafka");
+            case "long" -> LONG;
+            default -> throw new IllegalArgumentException("unknown timeouts " + name + ": short, kafka or long");
         };
     }
 
