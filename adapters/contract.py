@@ -34,6 +34,10 @@ class CapabilityLacking(AdapterError):
 
 
 class Adapter(Protocol):
+    """An adapter may also have `timing` (a model.config.Timing, set by start): the timeouts the
+    node runs with, from which replay computes the durations of the timers it reports
+    (Outputs.timers); without one, the model's defaults."""
+
     name: str
     lacks: frozenset[str]  # optional capabilities (spec.trace.CAPABILITIES) the node declared at start it does not have
 

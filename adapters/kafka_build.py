@@ -120,12 +120,13 @@ def _numbers(version: str) -> tuple[int, int, int]:
     return int(found[1]), int(found[2]), int(found[3])
 
 
-def build_dir(version: str) -> Path:
-    """Where the adapter for Kafka `version` is (or will be) built."""
+def build_dir(version: str, kind: str = "kafka") -> Path:
+    """Where the adapter for Kafka `version` is (or will be) built; with `kind` "kafka-server",
+    where the class path of Kafka's server is kept (adapters/kafka_server.py)."""
     check_version(version)
     configured = os.environ.get("XDG_CACHE_HOME", "")
     cache = Path(configured) if os.path.isabs(configured) else Path.home() / ".cache"
-    return cache / "kraftcheck" / "kafka" / version
+    return cache / "kraftcheck" / kind / version
 
 
 def source_hash(version: str) -> str:
@@ -148,7 +149,7 @@ def build(version: str, force: bool = False) -> bool:
     directory = build_dir(version)
     if not force and is_built(version):
         return False
-    _require(BUILD_TOOLS)
+    require(BUILD_TOOLS)
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
         with open(directory.parent / f".{version}.lock", "w") as lock:
@@ -181,7 +182,7 @@ def kafka_argument(argument: str) -> tuple[str, str]:
 def adapter_command(version: str = DEFAULT_VERSION, timeouts: str = "short") -> list[str]:
     """The command that runs the adapter for Kafka `version` with those timeouts, building it first if need be."""
     build(version)
-    _require({"java": BUILD_TOOLS["java"]})
+    require({"java": BUILD_TOOLS["java"]})
     return _java_command(build_dir(version)) + ([] if timeouts == "short" else [f"--timeouts={timeouts}"])
 
 
@@ -191,11 +192,11 @@ def _java_command(directory: Path, *options: str) -> list[str]:
     return ["java", *JVM_FLAGS, *shared, *options, "-cp", os.pathsep.join(_classpath(directory)), MAIN_CLASS]
 
 
-def maven_failure(version: str, output: str, exit_code: int) -> str:
-    """The user's explanation of a failed Maven run: what went wrong and Maven's own lines about it."""
+def maven_failure(version: str, output: str, exit_code: int, what: str = "build the Kafka adapter") -> str:
+    """The user's explanation of a failed Maven run (that was to `what`): what went wrong and Maven's own lines about it."""
     lines = [_ANSI.sub("", line).rstrip().removesuffix(" -> [Help 1]") for line in output.splitlines()]
     errors = [line for line in lines if line.startswith("[ERROR]") and line[7:].strip() and not line[7:].strip().startswith(_MAVEN_BOILERPLATE)]
-    head = f"cannot build the Kafka adapter for Kafka {version}"
+    head = f"cannot {what} for Kafka {version}"
     compiler = next((i + 1 for i, line in enumerate(lines) if "COMPILATION ERROR" in line), None)  # where javac's messages begin
     if compiler is not None:
         end = next((i for i in range(compiler, len(lines)) if "Failed to execute goal" in lines[i]), len(lines))
@@ -247,13 +248,13 @@ def _classpath(directory: Path) -> list[str]:
     return [str(directory / JAR), *filter(None, dependencies.split(os.pathsep))]
 
 
-def _require(tools: dict[str, str]) -> None:
-    """Name the tools missing from PATH and the Debian packages that bring them."""
+def require(tools: dict[str, str], what: str = "the Kafka adapter") -> None:
+    """Name the tools missing from PATH that `what` needs, and the Debian packages that bring them."""
     missing = [tool for tool in tools if shutil.which(tool) is None]
     if missing:
         packages = " ".join(dict.fromkeys(tools[tool] for tool in missing))
         raise AdapterBuildError(
-            f"the Kafka adapter needs these on PATH: {', '.join(tools)}; missing: {', '.join(missing)}. "
+            f"{what} needs these on PATH: {', '.join(tools)}; missing: {', '.join(missing)}. "
             f"On Debian: apt-get install {packages} (scripts/bootstrap installs them)"
         )
 

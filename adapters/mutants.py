@@ -19,7 +19,7 @@ from adapters.node_models import StepFunction
 from model import log as logs
 from model import node as nodes
 from model.config import NodeConfig
-from model.events import ClientAppend, Event, Request, Response, Restart, Send
+from model.events import ClientAppend, Event, Request, Response, Restart, Send, SetTimer, TimerKind
 from model.isr import replica
 from model.isr.config import ReplicaConfig
 from model.isr.events import AlterIsr
@@ -172,6 +172,16 @@ def first_successor_last(config: NodeConfig, state: NodeState, event: Event) -> 
     return config, state, event
 
 
+def whole_fetch_timeout(config: NodeConfig, state: NodeState, event: Event, transition: Transition) -> Transition:
+    """A later successor's fetch timer set to the whole fetch timeout, not its backoff."""
+    def waited(output):
+        if type(output) is SetTimer and output.kind == TimerKind.FETCH_TIMEOUT:
+            return replace(output, delay_ms=config.timing.fetch_timeout_ms)
+        return output
+
+    return transition._replace(outputs=tuple(map(waited, transition.outputs)))
+
+
 def serve_stale_epoch(config: NodeConfig, state: NodeState, event: Event) -> Input:
     """The leader reads an older CurrentLeaderEpoch as its own."""
     if state.role == Role.LEADER and event.message.CurrentLeaderEpoch < state.epoch:
@@ -307,6 +317,11 @@ MUTANTS: dict[str, Mutant] = _catalogue(
         "end-successor-waits",
         "the first preferred successor keeps following the resigned leader and waits a backoff like the others instead of starting an election at once (END-REQ-5)",
         before(EndQuorumEpochRequest, first_successor_last),
+    ),
+    Mutant(
+        "end-successor-no-backoff",
+        "a later preferred successor restarts its fetch timer for the whole fetch timeout instead of its backoff, so the most caught-up voters do not stand first (END-REQ-6)",
+        after(EndQuorumEpochRequest, whole_fetch_timeout),
     ),
     # Fetch, leader side, and the high watermark
     Mutant(

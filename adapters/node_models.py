@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from model import node as nodes
 from model.config import NodeConfig
-from model.events import Answer, AppendResult, Request, Send, Shutdown
+from model.events import Answer, AppendResult, Request, Send, SetTimer, Shutdown
 from model.isr import replica
 from model.isr.config import ReplicaConfig
 from model.isr.events import AlterIsr
@@ -19,7 +19,7 @@ from model.isr.state import Role as IsrRole
 from model.messages import REQUEST_TYPES
 from model.state import NodeState, Role
 from model.transitions import Transition
-from spec.trace import Input, Observed, Outputs, Persisted, TraceCluster, TracePartition
+from spec.trace import Input, Observed, Outputs, Persisted, TraceCluster, TracePartition, timers_left
 
 StepFunction = Callable[[Any, Any, Input], Transition]
 """model.node.step or model.isr.replica.step, or a variant of one (a mutant)."""
@@ -97,6 +97,7 @@ def outputs_of(event: Input, transition: Transition) -> Outputs:
     append_result = None
     shutdown = False
     alter_isr = None
+    timers = {}
     for output in transition.outputs:
         kind = type(output)
         if kind is Send:
@@ -112,4 +113,8 @@ def outputs_of(event: Input, transition: Transition) -> Outputs:
             shutdown = True
         elif kind is AlterIsr:
             alter_isr = output
-    return Outputs(response=response, sends=tuple(sends), answers=tuple(answers), append_result=append_result, shutdown=shutdown, alter_isr=alter_isr)
+        elif kind is SetTimer and output.jitter_ms == 0:  # a duration the specification fixes
+            timers[output.kind.value] = output.delay_ms
+    return Outputs(
+        response=response, sends=tuple(sends), answers=tuple(answers), append_result=append_result, shutdown=shutdown, alter_isr=alter_isr, timers=timers_left(timers)
+    )

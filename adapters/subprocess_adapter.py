@@ -33,10 +33,11 @@ import msgspec
 
 from adapters.contract import AdapterError, CapabilityLacking
 from adapters.process_lifetime import ProcessTree
-from model.events import Answer, AppendResult, Send
+from model.config import Timing
+from model.events import Answer, AppendResult, Send, TimerKind
 from model.isr.events import AlterIsr
 from model.messages import LATER_FIELDS, Message, as_carried
-from spec.trace import CAPABILITIES, Header, Input, Observed, Outputs
+from spec.trace import CAPABILITIES, Header, Input, Observed, Outputs, timers_left
 
 STOP_GRACE_SECONDS = 1.0  # how long close() lets the process exit after "stop" before killing it
 QUOTE_CHARS = 200  # how much of an invalid reply an error quotes
@@ -48,16 +49,23 @@ PROTOCOL = 2  # the newest protocol version kraftcheck speaks: 2 adds `reset`, o
 DRAIN = b'{"command":"drain"}\n'
 RESET = b'{"command":"reset"}\n'
 OBSERVE = b'{"command":"observe"}\n'
+_TIMER_KINDS = tuple(kind.value for kind in TimerKind)
+
+
+class _Timing(Timing, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The timeouts a node declares it runs with: model.config.Timing's fields, any left out at the model's default."""
 
 
 class _Reply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The reply to start: optionally the optional capabilities the node lacks
-    (spec.trace.CAPABILITIES), the protocol version the implementation speaks and what it is."""
+    (spec.trace.CAPABILITIES), the protocol version the implementation speaks, what it is, and
+    the timeouts it runs with."""
 
     ok: bool
     lacks: tuple[str, ...] = ()
     protocol: int = 1
     implementation: str = ""
+    timing: _Timing | None = None
 
 
 class _ResetReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -86,8 +94,11 @@ class _DrainReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class _ObserveReply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The node's state, and optionally the time left on each timer it runs, in ms, by kind."""
+
     ok: bool
     state: Observed | None
+    timers: dict[str, int] | None = None
 
 
 class _Invalid(Exception):
@@ -259,6 +270,7 @@ class SubprocessAdapter:
         self._isr = False  # whether the node under test is an ISR replica (else a KRaft node)
         self._reusable = False  # the process speaks protocol 2 and nothing has gone wrong in this trace
         self.lacks: frozenset[str] = frozenset()
+        self.timing: Timing | None = None  # the timeouts the node declared at start, if it did
         self._observed: _ObserveReply | None = None  # the state observed with the last step, not yet asked for
 
     def start(self, header: Header) -> None:
@@ -295,6 +307,7 @@ class SubprocessAdapter:
         if reused and started.protocol < 2:
             raise AdapterError(f"start: the reply names protocol {started.protocol}, after this process had named protocol 2")
         self.lacks = frozenset(started.lacks)
+        self.timing = None if started.timing is None else Timing(**msgspec.structs.asdict(started.timing))
         self._reusable = started.protocol >= 2 and self.pool is not None
         if self.pool is not None and started.implementation:
             self.pool.implementation = started.implementation
@@ -327,7 +340,10 @@ class SubprocessAdapter:
             (command, _command_line(command, fields), _IsrInputReply if self._isr else _InputReply), ("drain", DRAIN, _DrainReply), ("observe", OBSERVE, _ObserveReply)
         )
         alter_isr = answer.alter_isr if self._isr else None
-        return Outputs(response=answer.response, sends=drained.sends, answers=answer.answers, append_result=answer.append_result, shutdown=answer.shutdown, alter_isr=alter_isr)
+        timers = None if self._observed is None or self._observed.timers is None else timers_left(self._observed.timers) or ()
+        return Outputs(
+            response=answer.response, sends=drained.sends, answers=answer.answers, append_result=answer.append_result, shutdown=answer.shutdown, alter_isr=alter_isr, timers=timers
+        )
 
     def observe(self) -> Observed | None:
         observed, self._observed = self._observed, None
@@ -445,8 +461,16 @@ class SubprocessAdapter:
             for index, send in enumerate(reply.sends):
                 _check_complete(f"$.sends[{index}].message", raw["sends"][index]["message"], send.message)
             return msgspec.structs.replace(reply, sends=tuple(msgspec.structs.replace(s, message=as_carried(s.message)) for s in reply.sends))
-        if reply_type is _ObserveReply and reply.state is not None:
-            self._check_isr_field(raw["state"], reply.state)
+        if reply_type is _ObserveReply:
+            if reply.state is not None:
+                self._check_isr_field(raw["state"], reply.state)
+            for kind, ms in (reply.timers or {}).items():
+                if kind not in _TIMER_KINDS or ms < 0:
+                    raise _Invalid(f"$.timers.{kind}: {ms!r}; timers are the time left, in ms (>= 0), on timers named {', '.join(_TIMER_KINDS)}")
+        if reply_type is _Reply and reply.timing is not None:
+            negative = [name for name, ms in msgspec.structs.asdict(reply.timing).items() if ms < 0]
+            if negative:
+                raise _Invalid(f"$.timing: {', '.join(negative)} below 0")
         return reply
 
     def _check_isr_field(self, raw: dict, state: Observed) -> None:

@@ -38,6 +38,7 @@ GUIDE_PAGES = {
     "mutants": "certifying",
     "adapters": "certifying",
     "scenario": "scenarios",
+    "cluster": "kafka",
 }
 """The page of docs/guide/ that explains each command; its help ends by naming it."""
 
@@ -79,6 +80,15 @@ def command(module: str, function: str = "run") -> Callable[[argparse.Namespace]
         return getattr(importlib.import_module(f"conformance.commands.{module}"), function)(args)
 
     return run
+
+
+def command_module_type(module: str, function: str) -> Callable[[str], object]:
+    """An argument type from a command's module, imported when an argument is parsed."""
+
+    def convert(text: str) -> object:
+        return getattr(importlib.import_module(f"conformance.commands.{module}"), function)(text)
+
+    return convert
 
 
 def add_engine_options(parser: argparse.ArgumentParser, what: str) -> None:
@@ -438,6 +448,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--force", action="store_true", help="build again even if an up-to-date build is cached")
     build.set_defaults(run=command("adapters", "build_adapter"))
+    cluster_commands = commands.add_parser(
+        "cluster",
+        help="run a real Kafka controller quorum on loopback under faults and check its history",
+        description="Apache Kafka's own server from Maven Central, N controllers as JVMs bound to 127.0.0.1, under a seeded "
+        "nemesis; each node's quorum-state file watched and checked against the model's safety properties.",
+    )
+    cluster_sub = cluster_commands.add_subparsers(dest="cluster_command", required=True, metavar="SUBCOMMAND")
+    cluster_run = cluster_sub.add_parser(
+        "run",
+        help="start a quorum, inject faults for --time seconds, heal it, check the history",
+        description="Resolve Kafka's server with Maven (cached in $XDG_CACHE_HOME/kraftcheck/kafka-server/VERSION), format and "
+        "start the controllers on free loopback ports under --out (each reaching the others through relays kraftcheck controls), "
+        "wait for a leader, then for --time seconds kill (SIGKILL, then restart) or pause (SIGSTOP, then SIGCONT) one node, or "
+        "partition the quorum (a node or the leader isolated, a follower cut from the leader alone, the leader deaf to the "
+        "others), one fault at a time, drawn from --seed; heal everything and wait for a leader. Every quorum-state change and fault goes to OUT/history.jsonl as it happens. Exit 0 when the history holds "
+        "SAFE-1, SAFE-2, SAFE-3 and a leader came within --leader-bound seconds of the healing, 1 when not (or the quorum "
+        "could not be set up), 2 on bad arguments; no JVM outlives the run, Ctrl-C and a kill included.",
+    )
+    cluster_run.add_argument("--kafka-version", default=KAFKA_DEFAULT_VERSION, metavar="VERSION", help=f"the Kafka release, 3.3.0 or later (default {KAFKA_DEFAULT_VERSION})")
+    cluster_run.add_argument("--controllers", type=int, default=3, metavar="N", help="controllers, the quorum's voters (default 3, at most 5)")
+    cluster_run.add_argument(
+        "--nemesis", type=command_module_type("cluster", "nemesis_kinds"), metavar="KINDS",
+        help="faults to draw from: kill, pause, partition (default: all three before Kafka 3.9, kill and pause from 3.9, whose partitions are not supported yet)",
+    )
+    cluster_run.add_argument("--partitions", type=command_module_type("cluster", "shapes"), metavar="SHAPES",
+                             help="the partitions to draw from: isolate (a node, both ways), isolate-leader, partial (a follower cut from the leader alone), leader-deaf (nothing reaches the leader) (default all)")
+    cluster_run.add_argument("--fault-time", type=command_module_type("cluster", "seconds_range"), metavar="LOW-HIGH", help="how long each fault lasts, drawn between LOW and HIGH seconds (default 1-8)")
+    cluster_run.add_argument("--time", type=float, default=60.0, metavar="SECONDS", help="how long to inject faults (default 60)")
+    cluster_run.add_argument("--seed", type=int, default=0, help="the nemesis's seed: which fault, which node, how long (default 0)")
+    cluster_run.add_argument("--leader-bound", type=float, default=30.0, metavar="SECONDS", help="the liveness bound: a leader within this of the faults healing (default 30)")
+    cluster_run.add_argument("--out", default="cluster-run", metavar="DIR", help="a new or empty directory, or an earlier run's (default cluster-run)")
+    cluster_run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    cluster_run.set_defaults(run=command("cluster", "run_cluster"))
     point_at_guides(commands)
     return parser
 

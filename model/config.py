@@ -238,6 +238,13 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     # successor (Kafka 3.9 on); True: it stands at once, as the first successor does (Kafka 3.3 to
     # 3.8: endEpochElectionBackoff returns 0 for a position <= 0, indexOf's -1 included).
     end_epoch_unlisted_first: bool = False
+    # END-REQ-6: how long a preferred successor at place N > 0 of S waits before it stands. False:
+    # min(retry_backoff_max_ms, retry_backoff_ms * 2^(N-1)) (the KIP); True: Kafka's strict
+    # exponential backoff, min(election_backoff_max_ms, (election_backoff_max_ms >> (S-1)) << (N-1)),
+    # and a voter past the last place the whole election_backoff_max_ms
+    # (KafkaRaftClient.endEpochElectionBackoff -> strictExponentialElectionBackoffMs, every release
+    # from 3.3 on; its fetch timer is overridden with it, FollowerState.overrideFetchTimeout).
+    successor_backoff_strict: bool = False
     # BEGIN-REQ-4, END-REQ-3 for a leader outside the voter set (before KIP-853, Kafka knows an
     # endpoint for voters only). False: it is followed (voter_set_unchecked) or refused (the KIP);
     # True: it is taken as no leader at all: a larger epoch is adopted without one, the node's own
@@ -284,7 +291,7 @@ PROFILES: dict[str, Options] = {
         check_quorum_resets_on_majority=True, voter_set_unchecked=True, end_epoch_as_news=True, conflicting_leader_fatal=True,
         cluster_id_conflict_fatal=False, describe_refusal_defaults=True, invalid_request_response_fatal=True, high_watermark_regression_fatal=True,
         leader_change_lists_voters=True, begin_epoch_heartbeat=True, unexpected_fetch_error_elsewhere=True, sole_voter_stands_at_start=True,
-        truncate_by_own_epochs=True, fetch_max_wait_ms=500, held_fetches=True,
+        truncate_by_own_epochs=True, fetch_max_wait_ms=500, held_fetches=True, successor_backoff_strict=True,
     ),
 }
 # Apache Kafka 4.x: Kafka 3.9's readings, with pre-vote (KIP-996), a follower's vote kept in the

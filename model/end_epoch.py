@@ -55,9 +55,15 @@ def end_epoch(config: NodeConfig, epoch: int, successors: tuple[int, ...]) -> tu
     return tuple(Send(destination=v, message=request) for v in others)
 
 
-def successor_backoff_ms(config: NodeConfig, position: int) -> int:
-    """END-REQ-6: min(retryBackoffMaxMs, retryBackoffMs * 2^(N-1)) for priority N > 0."""
-    return min(config.timing.retry_backoff_max_ms, config.timing.retry_backoff_ms * 2 ** (position - 1))
+def successor_backoff_ms(config: NodeConfig, position: int, successors: int) -> int:
+    """END-REQ-6: how long the successor at `position` > 0 of `successors` waits: the KIP's
+    min(retryBackoffMaxMs, retryBackoffMs * 2^(N-1)), or Kafka's (Options.successor_backoff_strict)."""
+    timing = config.timing
+    if not config.options.successor_backoff_strict:
+        return min(timing.retry_backoff_max_ms, timing.retry_backoff_ms * 2 ** (position - 1))
+    if position >= successors:
+        return timing.election_backoff_max_ms
+    return min(timing.election_backoff_max_ms, (timing.election_backoff_max_ms >> (successors - 1)) << (position - 1))
 
 
 def handle_end_request(config: NodeConfig, state: NodeState, source: int, request: EndQuorumEpochRequest) -> Transition:
@@ -113,7 +119,7 @@ def handle_end_request(config: NodeConfig, state: NodeState, source: int, reques
         candidate, outputs = stand(config, state)
         answered = answer(candidate if config.choices.pick("END-REQ-5") == "after-standing" else state, rules, extra=refused + outputs)
         return Transition(candidate, answered.outputs, answered.rules + ("END-REQ-5",) + standing_rules(candidate))
-    timer = SetTimer(kind=TimerKind.FETCH_TIMEOUT, delay_ms=successor_backoff_ms(config, position))
+    timer = SetTimer(kind=TimerKind.FETCH_TIMEOUT, delay_ms=successor_backoff_ms(config, position, len(successors)))
     return answer(state, rules + ("END-REQ-6",), extra=followed + (timer,))
 
 

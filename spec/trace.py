@@ -121,8 +121,11 @@ class Outputs(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, for
     multiset, in any order); `append_result` answers a client append; `shutdown` says the node
     stopped on a fatal error; `alter_isr` is the ISR an ISR leader asks the controller to record;
     `answers` are responses to requests of earlier steps, sent now (a held Fetch, FETCH-REQ-7),
-    each naming the request it answers, compared as a multiset. Timers and their durations are
-    the implementation's own.
+    each naming the request it answers, compared as a multiset. `timers` are the timers the
+    step arms for a duration the specification fixes (END-REQ-6's successor backoff), by kind,
+    in ms: what the node reports is the time left on each timer it runs, compared for those
+    kinds only, and only where it reports any (None: it cannot tell). A timer armed for a random
+    time (an election timer) is the implementation's own.
     """
 
     response: Message | None = None
@@ -131,6 +134,19 @@ class Outputs(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, for
     append_result: AppendResult | None = None
     shutdown: bool = False
     alter_isr: AlterIsr | None = None
+    timers: tuple["TimerLeft", ...] | None = None
+
+
+class TimerLeft(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One of a node's timers and the time left on it, in ms (Outputs.timers), sorted by kind."""
+
+    kind: str
+    ms: int
+
+
+def timers_left(table: dict[str, int]) -> tuple[TimerLeft, ...] | None:
+    """Outputs.timers from a table kind -> ms (None for an empty one)."""
+    return tuple(TimerLeft(kind=kind, ms=ms) for kind, ms in sorted(table.items())) or None
 
 
 Input = Event | IsrEvent

@@ -133,6 +133,7 @@ KAFKA_3_9 = {
     "truncate_by_own_epochs": True,
     "fetch_max_wait_ms": 500,
     "held_fetches": True,
+    "successor_backoff_strict": True,
 }
 
 # Kafka 3.8, before KIP-853.

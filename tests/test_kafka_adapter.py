@@ -16,8 +16,9 @@ import pytest
 from adapters import kafka_build
 from adapters.registry import adapter_factory
 from conformance import cli
-from conformance.certify.replay import replay_file, trace_files
+from conformance.certify.replay import CONFORMS, DEPARTS, replay, replay_file, trace_files
 from conformance.corpus.generate import DEFAULT_CORPUS
+from conformance.scenario.parser import read
 from profile_differences import differences
 from spec import errors
 
@@ -47,13 +48,39 @@ def own_cache(tmp_path_factory):
         yield
 
 
-def session(version: str, *commands: dict, timeouts: str = "short") -> list[dict]:
-    """The replies of one adapter process to `commands`, then stop."""
+def session(version: str, *commands: dict, timeouts: str = "short", timers: bool = False) -> list[dict]:
+    """The replies of one adapter process to `commands`, then stop; without `timers`, the timing
+    a start reply declares and the timers an observe reply reports are left out (they are
+    test_the_adapter_declares_its_timeouts_and_reports_kafka_s_timers's)."""
     lines = "".join(json.dumps(command) + "\n" for command in (*commands, {"command": "stop"}))
     done = subprocess.run(kafka_build.adapter_command(version, timeouts), input=lines, capture_output=True, text=True, timeout=180)
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert replies[-1] == {"ok": True} and done.returncode == 0, done.stderr[-2000:]
+    if not timers:
+        for reply in replies:
+            reply.pop("timing", None)
+            reply.pop("timers", None)
     return replies[:-1]
+
+
+@pytest.mark.parametrize(
+    "timeouts, timing",
+    [
+        ("short", {"request_timeout_ms": 100, "retry_backoff_ms": 10, "election_timeout_ms": 1000, "election_backoff_max_ms": 1000, "fetch_timeout_ms": 2000}),
+        ("kafka", {"request_timeout_ms": 2000, "retry_backoff_ms": 20, "election_timeout_ms": 1000, "election_backoff_max_ms": 1000, "fetch_timeout_ms": 2000}),
+        ("long", {"request_timeout_ms": 10000, "retry_backoff_ms": 20, "election_timeout_ms": 1000, "election_backoff_max_ms": 1000, "fetch_timeout_ms": 2000}),
+    ],
+)
+def test_the_adapter_declares_its_timeouts_and_reports_kafka_s_timers(timeouts, timing):
+    """The reply to start gives the timeouts in model.config.Timing's names; an observe, the time
+    left on each of Kafka's timers: a fresh 3.9 voter runs its election timer (1,000 ms plus a
+    random part below 1,000 ms) and, its discovery Fetch in flight, a request timer of the whole
+    request timeout (no time has moved)."""
+    replies = session("3.9.1", start(), {"command": "drain"}, {"command": "observe"}, timeouts=timeouts, timers=True)
+    assert replies[0]["timing"] == timing
+    timers = replies[2]["timers"]
+    assert sorted(timers) == ["election_timeout", "request_timeout"]
+    assert 1000 <= timers["election_timeout"] < 2000 and timers["request_timeout"] == timing["request_timeout_ms"]
 
 
 def start(node: int = 1, initial: dict = FRESH) -> dict:
@@ -316,13 +343,13 @@ def test_a_reset_leaves_nothing_of_a_trace_behind():
             assert without_timing(replay_file(fresh, path)) == without_timing(result), path.name
 
 
-@pytest.mark.parametrize("version, named", [("4.3.1", 17)])  # 3.9.1's (15 named, the same path) is in docs/certification/
+@pytest.mark.parametrize("version, named", [("4.3.1", 18)])  # 3.9.1's (16 named, the same path) is in docs/certification/
 def test_certifying_kafka_against_kip595_as_written_names_its_deviations(version, named, tmp_path, capsys):
     """The shipped corpus through Kafka: the 68 traces that need OffsetsForLeaderEpoch or a
     Fetch record limit are not applicable; every other trace departs from KIP-595 as written at
     its first step, the node's start (Kafka fetches from one voter, perhaps itself). The
     deviation report explains them by readings of the Kafka profile's own (pinned: a change is
-    explained), and leaves 44 unexplained."""
+    explained), and leaves none unexplained."""
     assert version in kafka_build.TESTED_VERSIONS
     argv = ["certify", "--adapter", f"kafka:{version}", "--system", "kraft", "--out", str(tmp_path / "out"), "--shorten-budget", "0", "--json"]
     code = cli.main(argv)
@@ -460,6 +487,23 @@ def test_kafka_20895_a_follower_told_its_leader_resigns_still_refuses_a_pre_vote
     out = capsys.readouterr().out
     assert code == 1, out
     assert "step 4" in out and "VoteGranted" in out
+
+
+@pytest.mark.parametrize("timeouts, kip_backoff_ms", [("short", 10), ("kafka", 20)])
+def test_kafka_s_successor_backoff_is_compared_on_its_fetch_timer(timeouts, kip_backoff_ms):
+    """END-REQ-6: the adapter reports the time left on Kafka's fetch timer, which the resigning
+    leader's EndQuorumEpoch overrode with Kafka's backoff, (1000 >> 1) << 0 = 500 ms for the second
+    of two successors, and declares its timeouts. Judged with the KIP's backoff instead
+    (successor_backoff_strict off), Kafka 4.3.1 departs at that step on the timer, the KIP's
+    quorum.retry.backoff.ms * 2^0 computed from the timeouts it runs with (10 ms short, 20 ms Kafka's)."""
+    trace = read(SCENARIOS / "kafka-20895-follower-refuses-pre-vote-after-resignation.scenario").trace
+    resigned = next(step.step for step in trace.steps if "END-REQ-6" in step.rules)
+    adapter = adapter_factory(f"kafka:4.3.1,timeouts={timeouts}")()
+    assert replay(adapter, trace, "kafka-20895.jsonl").verdict == CONFORMS
+    kip_backoff = replay(adapter, trace, "kafka-20895.jsonl", reading=lambda config: msgspec.structs.replace(config, options=msgspec.structs.replace(config.options, successor_backoff_strict=False)))
+    divergence = kip_backoff.divergence
+    assert (kip_backoff.verdict, divergence.step, divergence.field, divergence.rules) == (DEPARTS, resigned, "timers", ("END-REQ-6",))
+    assert (divergence.expected, divergence.actual) == (f"fetch_timeout {kip_backoff_ms} ms left", "fetch_timeout 500 ms left")
 
 
 SCENARIOS = DEFAULT_CORPUS / "scenarios"

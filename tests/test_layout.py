@@ -28,6 +28,7 @@ ORDER = (
     ("conformance.corpus",),
     ("conformance.certify",),
     ("conformance.scenario",),
+    ("conformance.cluster",),
     ("conformance.commands",),
     ("conformance.cli",),
     ("conformance",),  # the package itself: a docstring

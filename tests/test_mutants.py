@@ -41,7 +41,7 @@ from model.state import NodeState, Role
 from model.transitions import Transition
 from spec import errors
 from spec.rules import load_rules
-from spec.trace import Observed, Outputs
+from spec.trace import Observed, Outputs, TimerLeft
 
 CLUSTER_ID = "kraft-cluster"
 NO_EPOCH = EpochEndOffset(Epoch=-1, EndOffset=-1)
@@ -236,7 +236,14 @@ CASES: dict[str, Case] = {
             Outputs(response=EndQuorumEpochResponse(LeaderId=-1, LeaderEpoch=3), sends=sends(vote(2, 3), 1, 3)),
             observed("candidate", 3, voted_id=2),
         ),
-        Seen(Outputs(response=EndQuorumEpochResponse(LeaderId=1, LeaderEpoch=2)), observed("follower", 2, 1)),
+        Seen(Outputs(response=EndQuorumEpochResponse(LeaderId=1, LeaderEpoch=2), timers=(TimerLeft(kind="fetch_timeout", ms=20),)), observed("follower", 2, 1)),
+    ),
+    "end-successor-no-backoff": Case(
+        config(node_id=3),
+        follower(config(node_id=3), 1, 2),
+        Request(source=1, message=END),
+        Seen(Outputs(response=EndQuorumEpochResponse(LeaderId=1, LeaderEpoch=2), timers=(TimerLeft(kind="fetch_timeout", ms=20),)), observed("follower", 2, 1)),
+        Seen(Outputs(response=EndQuorumEpochResponse(LeaderId=1, LeaderEpoch=2), timers=(TimerLeft(kind="fetch_timeout", ms=2000),)), observed("follower", 2, 1)),
     ),
     "fetch-stale-epoch-served": Case(
         C,

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from adapters.contract import Adapter, AdapterError, CapabilityLacking
 from conformance.certify.replay import TraceResult, failure_reason, replay_file
+from model.config import Timing
 from spec.trace import Header, Input, Observed, Outputs
 
 START, STEP, OBSERVE = "start", "step", "observe"
@@ -29,10 +30,12 @@ class Call(NamedTuple):
 
 
 class Recording(NamedTuple):
-    """Every call of one trace's live run, in order, and the capabilities the node declared it lacks."""
+    """Every call of one trace's live run, in order, the capabilities the node declared it lacks
+    and the timeouts it declared it runs with."""
 
     calls: tuple[Call, ...]
     lacks: frozenset[str]
+    timing: Timing | None = None
 
 
 class Recorder:
@@ -46,6 +49,10 @@ class Recorder:
     @property
     def lacks(self) -> frozenset[str]:
         return self.live.lacks
+
+    @property
+    def timing(self) -> Timing | None:
+        return getattr(self.live, "timing", None)
 
     def _record(self, kind: str, asked: Header | Input | None, call: Callable[[], Outputs | Observed | None]) -> Outputs | Observed | None:
         try:
@@ -69,7 +76,7 @@ class Recorder:
         self.live.close()
 
     def recording(self) -> Recording:
-        return Recording(tuple(self.calls), frozenset(self.lacks))
+        return Recording(tuple(self.calls), frozenset(self.lacks), self.timing)
 
 
 class Playback:
@@ -79,6 +86,7 @@ class Playback:
         self.recording = recording
         self.name = name
         self.lacks = recording.lacks
+        self.timing = recording.timing
         self.at = 0
 
     def _answer(self, kind: str, asked: Header | Input | None) -> Outputs | Observed | None:

@@ -24,12 +24,13 @@ from conformance.corpus.manifest import changed_since_generated, verified_files
 from conformance.corpus.reference import build_trace, event_text
 from conformance.text import message_text, readable
 from model.choices import CHOICE_POINTS, ONE_WAY, Outcome, allowed_transitions, rule_of
+from model.config import Timing
 from model.events import Response
 from model.messages import OMISSIBLE_DEFAULTS
 from spec import errors
 from spec.attribution import attributed_rules
 from spec import trace as traces
-from spec.trace import Input, Observed, Outputs, Step, Trace
+from spec.trace import Input, Observed, Outputs, Step, TimerLeft, Trace
 
 JSON_LIMIT = 20_000  # characters of each side's JSON a divergence keeps (an implementation may send anything)
 MAX_FOLLOWED = 64  # model states (with their bound choices) followed at once where several allowed outcomes match what the node did
@@ -178,7 +179,7 @@ def as_prescribed(expected: tuple, actual: tuple) -> tuple:
 
 def differing_part(expected: Outputs, expected_state: Observed | None, actual: Outputs, observed: Observed | None) -> str | None:
     """The first part of a step's outputs (and state) that is not as the specification allows:
-    `response`, `sends`, `answers`, `append_result`, `alter_isr`, `shutdown` or `state`; the state only where
+    `response`, `sends`, `answers`, `append_result`, `alter_isr`, `shutdown`, `timers` or `state`; the state only where
     both sides have one. Deciding this renders nothing, since most outcomes replay weighs are
     alternatives the node did not take."""
     if expected == actual and (expected_state is None or observed is None or expected_state == observed):
@@ -194,9 +195,22 @@ def differing_part(expected: Outputs, expected_state: Observed | None, actual: O
             return field
     if expected.shutdown != actual.shutdown:
         return "shutdown"
+    if timers_differ(expected.timers, actual.timers):
+        return "timers"
     if expected_state is not None and observed is not None and not _same(expected_state, observed):
         return "state"
     return None
+
+
+def _timers_text(kinds: dict[str, int], left: dict[str, int]) -> str:
+    """`fetch_timeout 500 ms left`, per timer kind compared, or that the node runs no such timer."""
+    return ", ".join(f"{kind} {left[kind]:,} ms left" if kind in left else f"no {kind} running" for kind in kinds)
+
+
+def timers_differ(expected: tuple[TimerLeft, ...] | None, reported: tuple[TimerLeft, ...] | None) -> bool:
+    """Whether a timer the step arms for a fixed duration shows another time left on the node
+    (compared only where the node reports its timers; the others it runs are its own)."""
+    return expected is not None and reported is not None and not set(expected) <= set(reported)
 
 
 def compare(expected: Outputs, expected_state: Observed | None, actual: Outputs, observed: Observed | None) -> Difference | None:
@@ -227,6 +241,10 @@ def compare(expected: Outputs, expected_state: Observed | None, actual: Outputs,
         return Difference("shutdown", str(expected.shutdown), str(actual.shutdown), ("shutdown",), _json(expected.shutdown), _json(actual.shutdown))
     if part == "state":
         return _part("state", expected_state, observed)
+    if part == "timers":
+        wanted = {timer.kind: timer.ms for timer in expected.timers}
+        reported = {timer.kind: timer.ms for timer in actual.timers if timer.kind in wanted}  # the node's other timers are not compared
+        return Difference("timers", _timers_text(wanted, wanted), _timers_text(wanted, reported), ("timers",), _json(wanted), _json(reported))
     return _part(part, getattr(expected, part), getattr(actual, part))
 
 
@@ -406,7 +424,6 @@ def replay(adapter: Adapter, trace: Trace, path: str, reading: Callable[[Any], A
     config = model.config(header.setting, header.node)
     if reading is not None:
         config = reading(config)
-    followed = [Followed(model.start(config, header.initial), {})]
     binder = ResponseBinder()
 
     def result(verdict: str, **outcome: object) -> TraceResult:
@@ -431,6 +448,8 @@ def replay(adapter: Adapter, trace: Trace, path: str, reading: Callable[[Any], A
         lacking = tuple(c for c in traces.required_capabilities(trace) if c in adapter.lacks)
         if lacking:
             return result(NOT_APPLICABLE, lacks=lacking, rules_not_applicable=tuple(sorted({r for step in trace.steps for r in step.rules})))
+        config = with_timing(config, getattr(adapter, "timing", None))
+        followed = [Followed(model.start(config, header.initial), {})]
         for index, step in enumerate(trace.steps):
             event = binder.bind(step.input)
             if event is None:
@@ -502,6 +521,13 @@ def replay(adapter: Adapter, trace: Trace, path: str, reading: Callable[[Any], A
         except Exception:  # noqa: BLE001 - closing a failed adapter must not end the run either
             pass
     return result(CONFORMS)
+
+
+def with_timing(config: Any, timing: Timing | None) -> Any:
+    """The node's configuration with the timeouts its adapter declared it runs with (the model's
+    defaults where it declared none), so that a duration the specification fixes is computed
+    from them: a timer the node reports is then compared with what its own timeouts give."""
+    return msgspec.structs.replace(config, timing=timing) if timing is not None and hasattr(config, "timing") else config
 
 
 def deliver(adapter: Adapter, binder: ResponseBinder, steps: Iterable[Step]) -> None:

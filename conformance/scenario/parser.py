@@ -421,12 +421,21 @@ class _Compiler:
         found: dict[str, object] = {}
         sends = []
         held = []  # answers to earlier steps' requests
+        timers: dict[str, int] = {}
         state = None
         for clause in clauses:
             kind = clause.data.removeprefix("expect_")
             if kind in found or (kind == "state" and state is not None):
                 raise self.error(clause, f"a second expect {kind} for this outcome")
-            if kind == "response":
+            if kind == "timer":
+                name, ms = clause.children
+                kinds = [timer.value for timer in TimerKind]
+                if str(name) not in kinds:
+                    raise self.error(name, f"unknown timer {str(name)!r}; expected {_one_of(kinds)}")
+                if str(name) in timers:
+                    raise self.error(clause, f"a second expect timer {name} for this outcome")
+                timers[str(name)] = self.number(ms)
+            elif kind == "response":
                 found["response"] = self.message(clause.children[0], answers, what)
             elif kind == "send":
                 destination, message = clause.children
@@ -442,7 +451,7 @@ class _Compiler:
                 state = self.state(clause)
             else:
                 found[kind] = self.keyword_struct(kind, clause)
-        return Outputs(sends=tuple(sends), answers=tuple(held), **found), state
+        return Outputs(sends=tuple(sends), answers=tuple(held), timers=traces.timers_left(timers), **found), state
 
     def state(self, clause: lark.Tree) -> Observed:
         role, *kwargs = clause.children

@@ -85,6 +85,7 @@ def outcome_lines(outputs: Outputs, state: Observed | None) -> list[str]:
         lines.append("expect shutdown")
     if outputs.alter_isr is not None:
         lines.append(keyword_line("expect alter_isr", non_defaults(outputs.alter_isr)))
+    lines.extend(f"expect timer {timer.kind} {timer.ms}" for timer in outputs.timers or ())
     if state is not None:
         lines.append(state_line(state))
     return lines

@@ -34,7 +34,7 @@ def seed_replies() -> list[tuple[type, bool, bytes]]:
         if line.startswith('{"ok":true'):
             raw = json.loads(line)
             keys = set(raw) - {"ok"}
-            if keys <= {"lacks", "protocol", "implementation"}:  # the reply to start (or to reset, stop)
+            if keys <= {"lacks", "protocol", "implementation", "timing"}:  # the reply to start (or to reset, stop)
                 replies.append((subprocess_adapter._Reply, False, line.encode()))
             elif "sends" in keys:
                 replies.append((subprocess_adapter._DrainReply, False, line.encode()))

@@ -255,6 +255,27 @@ def test_end_req_6_later_successor_waits_exponential_backoff(position, delay_ms)
     assert elected.state.epoch == 6
 
 
+@pytest.mark.parametrize(
+    "successors, delay_ms",
+    [
+        ((3, 1), 500),  # 2 successors, place 1: min(1000, (1000 >> 1) << 0)
+        ((3, 4, 1), 500),  # 3 successors, place 2: min(1000, (1000 >> 2) << 1) = 250 << 1
+        ((3, 4, 5, 1), 500),  # 4 successors, place 3: (1000 >> 3) << 2 = 125 << 2
+        ((3, 1, 4, 5), 125),  # 4 successors, place 1: 1000 >> 3
+        ((3, 4, 1, 5, 6, 7, 8), 30),  # 7 successors, place 2: (1000 >> 6) << 1 = 15 << 1
+        ((3, 4), 1000),  # not listed (Options.end_epoch_as_news): past the last place, the whole 1,000 ms
+    ],
+)
+def test_end_req_6_kafka_waits_its_strict_exponential_backoff(successors, delay_ms):
+    """END-REQ-6 under Options.successor_backoff_strict: Kafka's strictExponentialElectionBackoffMs,
+    halving quorum.election.backoff.max.ms once per successor listed after the first."""
+    options = msgspec.structs.replace(config(1).options, successor_backoff_strict=True, end_epoch_as_news=True)
+    cfg = msgspec.structs.replace(config(1, voters=tuple(range(1, 10))), options=options)
+    t = request(cfg, follower(5, 9, log(1, 5)), 9, end(5, 9, successors))
+    assert [o for o in t.outputs if type(o) is SetTimer] == [SetTimer(kind=TimerKind.FETCH_TIMEOUT, delay_ms=delay_ms, jitter_ms=0)]
+    assert "END-REQ-6" in t.rules
+
+
 # END-RESP-1
 
 

@@ -241,15 +241,16 @@ final class DrivenNode {
             case "fetch_timeout" -> {
                 QuorumState quorum = client.quorum();
                 if (quorum.isFollower()) {
-                    sleepAndPoll(requestsStillOut(kind, quorum.followerStateOrThrow().remainingFetchTimeMs(time.milliseconds())));
+                    sleepAndPoll(requestsStillOut(kind, remainingMs(kind)));
                 } else if (quorum.isObserver()) {
                     sleepAndPoll(requestsStillOut(kind, timeouts.fetchMs()));
                 }
             }
             case "progress_timeout" -> {
                 // Kafka 3.6 and older have no check-quorum timer: the timer does nothing there.
-                if (client.quorum().isLeader()) {
-                    Api.checkQuorumMs(client.quorum().leaderStateOrThrow(), time.milliseconds()).ifPresent(ms -> sleepAndPoll(requestsStillOut(kind, ms)));
+                long ms = remainingMs(kind);
+                if (ms < Long.MAX_VALUE) {
+                    sleepAndPoll(requestsStillOut(kind, ms));
                 }
             }
             case "request_timeout" -> {
@@ -325,18 +326,45 @@ final class DrivenNode {
      */
     private long stateTimerMs() {
         QuorumState quorum = client.quorum();
-        long now = time.milliseconds();
         if (Release.candidateBackingOff(quorum)) {
             return Long.MAX_VALUE;
         }
-        if (quorum.isFollower()) {
-            return quorum.followerStateOrThrow().remainingFetchTimeMs(now);
+        return remainingMs(quorum.isFollower() ? "fetch_timeout" : quorum.isLeader() ? "progress_timeout" : "election_timeout");
+    }
+
+    /**
+     * The time left on the node's timer of a trace's kind, as Kafka's state keeps it, Long.MAX_VALUE
+     * where it runs none: a follower's fetch timer (an EndQuorumEpoch overrides it with the
+     * successor's backoff, END-REQ-6), a voter's election timer (a 3.x candidate's backoff), a
+     * leader's check-quorum timer (none before 3.7), the first request in flight.
+     */
+    private long remainingMs(String kind) {
+        QuorumState quorum = client.quorum();
+        long now = time.milliseconds();
+        return switch (kind) {
+            case "fetch_timeout" -> quorum.isFollower() ? quorum.followerStateOrThrow().remainingFetchTimeMs(now) : Long.MAX_VALUE;
+            case "election_timeout" -> {
+                long election = quorum.isObserver() ? -1 : Release.electionTimerMs(quorum, now);
+                yield election < 0 ? Long.MAX_VALUE : election;
+            }
+            case "progress_timeout" -> quorum.isLeader() ? Api.checkQuorumMs(quorum.leaderStateOrThrow(), now).orElse(Long.MAX_VALUE) : Long.MAX_VALUE;
+            case "request_timeout" -> firstRequestTimeoutMs();
+            default -> throw new IllegalArgumentException("unknown timer kind " + kind);
+        };
+    }
+
+    /** The time left on every timer the node runs (remainingMs), by kind, for the reply to observe; none while it is down. */
+    ObjectNode timers() {
+        ObjectNode timers = JSON.objectNode();
+        if (isUp()) {
+            for (String kind : List.of("fetch_timeout", "election_timeout", "progress_timeout", "request_timeout")) {
+                long ms = remainingMs(kind);
+                if (ms < UNARMED_MS) {
+                    timers.put(kind, ms);
+                }
+            }
         }
-        if (quorum.isLeader()) {
-            return Api.checkQuorumMs(quorum.leaderStateOrThrow(), now).orElse(Long.MAX_VALUE);
-        }
-        long election = quorum.isObserver() ? -1 : Release.electionTimerMs(quorum, now);
-        return election < 0 ? Long.MAX_VALUE : election;
+        return timers;
     }
 
     /**

@@ -81,7 +81,7 @@ public final class KraftcheckNode {
                 if (!timeouts.requestsTimeOutEarly()) {
                     lacks.add("EarlyRequestTimeout");
                 }
-                return started;
+                return started.set("timing", timing());
             case "reset":
                 node = null;
                 return ok();
@@ -93,6 +93,7 @@ public final class KraftcheckNode {
             case "observe": {
                 ObjectNode reply = ok();
                 reply.set("state", started().observe());
+                reply.set("timers", started().timers());
                 return reply;
             }
             default:
@@ -123,6 +124,13 @@ public final class KraftcheckNode {
             reply.set("answers", answers);
         }
         return reply;
+    }
+
+    /** The timeouts the node runs with, in the names of model.config.Timing (Kafka's raft client has no largest retry backoff). */
+    private ObjectNode timing() {
+        return JSON.objectNode().put("request_timeout_ms", timeouts.requestMs()).put("retry_backoff_ms", timeouts.retryBackoffMs())
+            .put("election_timeout_ms", timeouts.electionMs()).put("election_backoff_max_ms", timeouts.electionBackoffMaxMs())
+            .put("fetch_timeout_ms", timeouts.fetchMs());
     }
 
     /** What the reports name: the release, how the client is set up, the RPC versions, the timeouts. */
