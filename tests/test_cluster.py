@@ -8,12 +8,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from xml.etree import ElementTree
 
 import msgspec
 import pytest
 
 from conformance import cli
-from conformance.cluster.history import LIVENESS, Fault, Healed, Sample, check, leader_agreed_at
+from conformance.cluster.history import LIVENESS, Fault, Healed, Sample, check, leader_agreed_at, read
+from conformance.cluster.timeline import timeline_svg
 
 ROOT = Path(__file__).resolve().parents[1]
 KRAFTCHECK = [sys.executable, "-m", "conformance.cli"]
@@ -181,3 +183,29 @@ def test_kafka_15489_on_the_real_server_a_cut_off_leader_keeps_leading_until_3_7
 def test_partitions_of_releases_that_send_their_leader_s_address_are_refused(tmp_path, capsys):
     assert cli.main(["cluster", "run", "--kafka-version", "3.9.1", "--nemesis", "partition", "--out", str(tmp_path / "run")]) == 2
     assert "partitions of these releases are not supported yet" in capsys.readouterr().err
+
+
+def test_the_timeline_draws_lanes_faults_and_violations():
+    """A history drawn: a lane per node, a band per fault on the lanes it hits (a partition on
+    both ends of every cut link), the PROGRESS-1 violation as a red line; valid XML, the same
+    bytes every time, and the history read back from its lines as written."""
+    events = [
+        *ELECTED,
+        Fault(t=2.0, kind="partition", node=1, shape="isolate-leader", links=((1, 2), (1, 3), (2, 1), (3, 1))),
+        sample(4.0, 2, 2, 2, 2),
+        sample(4.1, 3, 2, 2),
+        Fault(t=16.0, kind="heal", node=1, shape="isolate-leader", links=((1, 2), (1, 3), (2, 1), (3, 1))),
+        Healed(t=16.0),
+        sample(16.3, 1, 2, 2),
+    ]
+    assert read(b"".join(msgspec.json.encode(event) + b"\n" for event in events)) == events
+    violations = tuple(check(events, 3, 10.0))
+    assert [v.rule for v in violations] == ["PROGRESS-1"]
+    drawn = timeline_svg(events, (1, 2, 3), violations, "isolated")
+    assert drawn == timeline_svg(events, (1, 2, 3), violations, "isolated")
+    root = ElementTree.fromstring(drawn)
+    titles = [element.text for element in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert sum(t.startswith("partition node 1 (isolate-leader: cut 1->2, 1->3, 2->1, 3->1), 2.0 s to 16.0 s") for t in titles) == 3  # on lanes 1, 2 and 3
+    assert "node 2 from 4.00 s: epoch 2, leader 2, voted 2" in titles
+    assert any(t.startswith("PROGRESS-1 at 4.100 s: node 1 still leads epoch 1") for t in titles)
+    assert "faults healed at 16.0 s" in titles

@@ -39,6 +39,12 @@ class Healed(msgspec.Struct, frozen=True, kw_only=True, tag="healed"):
 
 
 Event = Fault | Sample | Healed
+_DECODER = msgspec.json.Decoder(Event)
+
+
+def read(lines: bytes) -> list[Event]:
+    """A history.jsonl's events (run.py writes one per line)."""
+    return [_DECODER.decode(line) for line in lines.splitlines() if line.strip()]
 
 
 LIVENESS = "LIVENESS"  # a leader within a bound of the faults healing: no rule of spec/rules.toml, which states safety only

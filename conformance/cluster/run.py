@@ -39,7 +39,8 @@ FAULT_SECONDS = (1.0, 8.0)  # how long a fault lasts: past a fetch timeout (2 s)
 FIRST_LEADER_SECONDS = 90.0  # JVMs starting on a loaded machine: generous
 HISTORY = "history.jsonl"
 SUMMARY = "summary.json"
-OWNED = (HISTORY, SUMMARY, "report.md")
+TIMELINE = "timeline.svg"
+OWNED = (HISTORY, SUMMARY, "report.md", TIMELINE)
 
 
 class RunOptions(msgspec.Struct, frozen=True, kw_only=True):

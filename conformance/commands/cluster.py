@@ -13,7 +13,9 @@ from tabulate import tabulate
 from adapters.kafka_build import check_version
 from adapters.registry import AdapterBuildError
 from conformance.cluster.quorum import QuorumError
-from conformance.cluster.run import FAULT_SECONDS, HISTORY, NEMESES, RELAYED_BEFORE, SHAPES, SUMMARY, RunOptions, RunSummary, prepare, run
+from conformance.cluster import history
+from conformance.cluster.run import FAULT_SECONDS, HISTORY, NEMESES, RELAYED_BEFORE, SHAPES, SUMMARY, TIMELINE, RunOptions, RunSummary, prepare, run
+from conformance.cluster.timeline import timeline_svg
 
 MAX_CONTROLLERS = 5
 
@@ -74,6 +76,9 @@ def run_cluster(args: argparse.Namespace) -> int:
         print(f"kraftcheck: {error}", file=sys.stderr)
         return 1
     (out / SUMMARY).write_bytes(msgspec.json.format(msgspec.json.encode(summary)) + b"\n")
+    events = history.read((out / HISTORY).read_bytes())
+    title = f"Kafka {summary.version}, {summary.controllers} controllers, {', '.join(summary.nemesis)}, seed {summary.seed}"
+    (out / TIMELINE).write_text(timeline_svg(events, tuple(range(1, summary.controllers + 1)), summary.violations, title))
     (out / "report.md").write_text(report(summary, out))
     if args.json:
         print(json.dumps(msgspec.to_builtins(summary), indent=2))
@@ -105,5 +110,5 @@ def report(summary: RunSummary, out: Path) -> str:
             "a cut-off leader stepping down (PROGRESS-1), as every node's quorum-state file showed them, and a leader within the bound once the faults healed.",
             "",
         ]
-    lines += [f"The history, every fault and every quorum-state change: {out / HISTORY}; each node's log: {out}/node-N/server.log.", ""]
+    lines += [f"The history, every fault and every quorum-state change: {out / HISTORY}; drawn: {out / TIMELINE}; each node's log: {out}/node-N/server.log.", ""]
     return "\n".join(lines)
