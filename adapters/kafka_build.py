@@ -319,10 +319,16 @@ def _api(version: str) -> str:
     return "api-3.3" if _numbers(version)[:2] < (3, 9) else "api-3.9"
 
 
+def records_internal(version: str) -> bool:
+    """Whether Kafka's record classes (FileRecords, RecordBatch, ...) are in
+    org.apache.kafka.common.record.internal: moved there in 4.3."""
+    return _numbers(version)[:2] >= (4, 3)
+
+
 def _records(version: str) -> str:
     """The source directory (pom.xml's kraftcheck.records) for Kafka's record classes and MockLog:
     moved to org.apache.kafka.common.record.internal, MockLog.read given a byte limit, in 4.3."""
-    return "records" if _numbers(version)[:2] < (4, 3) else "records-internal"
+    return "records-internal" if records_internal(version) else "records"
 
 
 def _io(version: str) -> str:

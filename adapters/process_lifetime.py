@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import time
+import typing
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TypeVar
 
@@ -230,6 +231,21 @@ class ProcessTree:
         if LINUX and kill_members(self.marker, self.sessions):
             _tell_guard(_guard_pipe(), [-session for session in self.sessions])
             self.sessions = []
+
+
+def run_in_tree(argv: list[str], seconds: float, stdout: typing.IO[bytes] | None = None) -> tuple[int, str]:
+    """Run `argv` to its end in a process tree of its own, killed whatever happens: its exit code
+    and what it printed (its errors alone where `stdout` takes its output); TimeoutError past
+    `seconds`."""
+    tree = ProcessTree()
+    try:
+        process = tree.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if stdout is None else stdout, stderr=subprocess.STDOUT if stdout is None else subprocess.PIPE)
+        output, errors = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"{argv[0]} did not finish within {seconds:g} s") from None
+    finally:
+        tree.kill()
+    return process.returncode, (output if stdout is None else errors).decode(errors="replace")
 
 
 if __name__ == "__main__":  # the guard: follow the trees' sessions up to the end of file that kraftcheck's end brings, then kill what it left

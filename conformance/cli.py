@@ -459,18 +459,22 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="start a quorum, inject faults for --time seconds, heal it, check the history",
         description="Resolve Kafka's server with Maven (cached in $XDG_CACHE_HOME/kraftcheck/kafka-server/VERSION), format and "
-        "start the controllers on free loopback ports under --out (each reaching the others through relays kraftcheck controls), "
-        "wait for a leader, then for --time seconds kill (SIGKILL, then restart) or pause (SIGSTOP, then SIGCONT) one node, or "
-        "partition the quorum (a node or the leader isolated, a follower cut from the leader alone, the leader deaf to the "
-        "others), one fault at a time, drawn from --seed; heal everything and wait for a leader. Every quorum-state change and fault goes to OUT/history.jsonl as it happens. Exit 0 when the history holds "
-        "SAFE-1, SAFE-2, SAFE-3 and a leader came within --leader-bound seconds of the healing, 1 when not (or the quorum "
-        "could not be set up), 2 on bad arguments; no JVM outlives the run, Ctrl-C and a kill included.",
+        "start the controllers on free loopback ports under --out, each in a network namespace of its own reaching the others through "
+        "relays kraftcheck controls (without namespaces, on the host's loopback, and then no partitions), wait for a leader, start "
+        "writing (a cluster config change per write through Kafka's admin client, Kafka 3.7 on), then for --time seconds kill (SIGKILL, then restart) "
+        "or pause (SIGSTOP, then SIGCONT) one node, or partition the quorum (a node or the leader isolated, a follower cut from the "
+        "leader alone, the leader deaf to the others), or wipe a node's disk (asked for only: the operator's error that loses "
+        "acknowledged writes), one fault at a time, drawn from --seed; heal everything, wait for a leader, stop and read every node's "
+        "metadata log. Every quorum-state change, fault, write and reading goes to OUT/history.jsonl as it happens. Exit 0 when the "
+        "history holds SAFE-1 to SAFE-3 (quorum-state files), SAFE-4, SAFE-6, SAFE-7 (metadata logs: no acknowledged write lost), "
+        "HW-MONOTONE, PROGRESS-1 and a leader came within --leader-bound seconds of the healing, 1 when not (or the quorum could not "
+        "be set up), 2 on bad arguments; no JVM outlives the run, Ctrl-C and a kill included.",
     )
     cluster_run.add_argument("--kafka-version", default=KAFKA_DEFAULT_VERSION, metavar="VERSION", help=f"the Kafka release, 3.3.0 or later (default {KAFKA_DEFAULT_VERSION})")
     cluster_run.add_argument("--controllers", type=int, default=3, metavar="N", help="controllers, the quorum's voters (default 3, at most 5)")
     cluster_run.add_argument(
         "--nemesis", type=command_module_type("cluster", "nemesis_kinds"), metavar="KINDS",
-        help="faults to draw from: kill, pause, partition (default: all three before Kafka 3.9, kill and pause from 3.9, whose partitions are not supported yet)",
+        help="faults to draw from: kill, pause, partition, wipe (default kill,pause,partition)",
     )
     cluster_run.add_argument("--partitions", type=command_module_type("cluster", "shapes"), metavar="SHAPES",
                              help="the partitions to draw from: isolate (a node, both ways), isolate-leader, partial (a follower cut from the leader alone), leader-deaf (nothing reaches the leader) (default all)")
@@ -479,6 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_run.add_argument("--seed", type=int, default=0, help="the nemesis's seed: which fault, which node, how long (default 0)")
     cluster_run.add_argument("--leader-bound", type=float, default=30.0, metavar="SECONDS", help="the liveness bound: a leader within this of the faults healing (default 30)")
     cluster_run.add_argument("--out", default="cluster-run", metavar="DIR", help="a new or empty directory, or an earlier run's (default cluster-run)")
+    cluster_run.add_argument("--no-writes", dest="writes", action="store_false", help="run no workload: the quorum's own records only")
     cluster_run.add_argument("--json", action="store_true", help="print the summary as JSON")
     cluster_run.set_defaults(run=command("cluster", "run_cluster"))
     point_at_guides(commands)

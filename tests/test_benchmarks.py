@@ -93,3 +93,16 @@ def test_the_judging_benchmark_finds_the_same_with_and_without_judging_only_wher
     rows = [line.split() for line in result.stdout.splitlines()[2:]]
     assert [row[0] for row in rows] == ["deviation", "mutants"]
     assert all(row[-1] == "yes" and float(row[-4]) > 0 and float(row[-3]) > 0 for row in rows), result.stdout
+
+
+@pytest.mark.skipif(shutil.which("java") is None or shutil.which("mvn") is None, reason="no JDK or Maven on PATH: a real Kafka quorum cannot run")
+def test_the_cluster_benchmark_runs_a_real_quorum_and_times_its_checks(tmp_path):
+    """Seed 5 on 4.3.1 for 5 s: its first fault, a partition, starts at 2.9 s; the run's history
+    then checked again and again, faster than once a second."""
+    command = [sys.executable, str(ROOT / "benchmarks" / "cluster_faults.py"), "--time", "5", "--seed", "5", "--out", str(tmp_path / "run")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in result.stdout.splitlines()[2:]}
+    assert rows["faults injected"] == "1 (1 partition)" and rows["violations"] == "0"
+    assert int(rows["writes acknowledged"].split()[0].replace(",", "")) > 0
+    assert float(rows["histories checked a second"].replace(",", "")) > 1

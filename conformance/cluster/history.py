@@ -1,13 +1,20 @@
-"""The history of a real quorum's run and its checks: what the nemesis did (Fault) and what each
-node's quorum-state file said (Sample), in wall time from the run's start, judged against the
-model's safety properties that a quorum-state file shows (model/properties.py: SAFE-1, SAFE-2,
-SAFE-3), KIP-595's check-quorum with a bound (PROGRESS-1: a leader no majority follows any more
-steps down) and a liveness bound (a leader that a majority follows within a stated time after
-the last fault heals). Pure: run.py records the history, this module only reads it."""
+"""The history of a real quorum's run and its checks: what the nemesis did (Fault), what each
+node's quorum-state file said (Sample), what the workload wrote (Write) and read of the quorum
+(Reading), in wall time from the run's start, and each node's metadata log at the end (Batch,
+metadata_log.py). Judged against the model's safety properties (model/properties.py): from the
+quorum-state files SAFE-1, SAFE-2, SAFE-3; from the logs SAFE-1 (the LeaderChange records), SAFE-4 (log matching), SAFE-6 (an
+acknowledged write, committed, is in the last leader's log) and SAFE-7 (committed prefixes
+agree); from the readings, a high watermark that never goes back (HW-MONOTONE); KIP-595's
+check-quorum with a bound (PROGRESS-1: a leader no majority follows any more steps down) and a
+liveness bound (a leader that a majority follows within a stated time after the last fault
+heals). Pure: run.py records the history, this module only reads it."""
 
+import itertools
 from collections.abc import Iterable
 
 import msgspec
+
+from conformance.cluster.metadata_log import Batch
 
 
 class Fault(msgspec.Struct, frozen=True, kw_only=True, tag="fault"):
@@ -38,7 +45,26 @@ class Healed(msgspec.Struct, frozen=True, kw_only=True, tag="healed"):
     t: float
 
 
-Event = Fault | Sample | Healed
+class Write(msgspec.Struct, frozen=True, kw_only=True, tag="write"):
+    """The workload's write `n` at `t` seconds: invoked, or its outcome: ack (the quorum committed
+    it), failed (refused, not applied) or unknown (it may have been applied)."""
+
+    t: float
+    n: int
+    outcome: str
+    error: str = ""
+
+
+class Reading(msgspec.Struct, frozen=True, kw_only=True, tag="reading"):
+    """What DescribeQuorum answered the workload at `t` seconds: the leader, its epoch, its high watermark (-1: not known yet)."""
+
+    t: float
+    leader: int
+    epoch: int
+    hw: int
+
+
+Event = Fault | Sample | Healed | Write | Reading
 _DECODER = msgspec.json.Decoder(Event)
 
 
@@ -169,15 +195,131 @@ def agreed_leader(latest: dict[int, Sample], nodes: int) -> tuple[int, int] | No
     return None
 
 
-def check(events: list[Event], nodes: int, bound_s: float, stale_leader_s: float = 8.0) -> list[Violation]:
+HW_MONOTONE = "HW-MONOTONE"  # a committed offset stays committed: what SAFE-6 and SAFE-7 give a reader of the high watermark
+
+
+def high_watermark_never_goes_back(readings: Iterable[Reading]) -> list[Violation]:
+    """HW-MONOTONE: every high watermark a leader reports is at least the highest reported before."""
+    found = []
+    top: Reading | None = None
+    for reading in readings:
+        if reading.hw < 0:
+            continue
+        if top is not None and reading.hw < top.hw:
+            found.append(Violation(rule=HW_MONOTONE, t=reading.t, detail=f"leader {reading.leader} of epoch {reading.epoch} reports high watermark {reading.hw} after leader {top.leader} of epoch {top.epoch} reported {top.hw} at {top.t:.3f} s"))
+        elif top is None or reading.hw > top.hw:
+            top = reading
+    return found
+
+
+def acknowledged_writes_kept(writes: Iterable[Write], logs: dict[int, list[Batch]], last_leader: int | None) -> list[Violation]:
+    """SAFE-6: every write the quorum acknowledged is in the log of the last leader (without one,
+    in some node's log): one violation for each run of lost writes (acknowledged one after the
+    other, none kept between), at the moment the first was acknowledged."""
+    holders = [last_leader] if last_leader in logs else sorted(logs)
+    kept = {n for node in holders for batch in logs[node] for n in batch.writes}
+    where = f"the log of node {last_leader}, the last leader" if last_leader in logs else "any node's log"
+    acknowledged = [write for write in writes if write.outcome == "ack"]
+    runs: list[list[Write]] = []
+    for write, before in zip(acknowledged, [None, *acknowledged]):
+        if write.n in kept:
+            continue
+        if runs and before is runs[-1][-1]:
+            runs[-1].append(write)
+        else:
+            runs.append([write])
+    return [
+        Violation(
+            rule="SAFE-6",
+            t=run[0].t,
+            detail=(f"write {run[0].n}, acknowledged at {run[0].t:.3f} s," if len(run) == 1 else f"{len(run)} writes, {run[0].n} to {run[-1].n}, acknowledged from {run[0].t:.3f} s to {run[-1].t:.3f} s,")
+            + (" is" if len(run) == 1 else " are")
+            + f" not in {where}: lost",
+        )
+        for run in runs
+    ]
+
+
+def logs_match(logs: dict[int, list[Batch]], end: float) -> list[Violation]:
+    """SAFE-4: where two nodes' logs hold a batch at the same offsets in the same epoch, the two are
+    identical, and so is everything before it."""
+    found = []
+    for a, b in itertools.combinations(sorted(logs), 2):
+        start = max((batches[0].base for batches in (_segments(logs[a]), _segments(logs[b])) if batches), default=0)  # a snapshot may have taken a prefix
+        theirs = {(batch.base, batch.last): batch for batch in _segments(logs[b]) if batch.base >= start}
+        ours = [batch for batch in _segments(logs[a]) if batch.base >= start]
+        agreed_to = max((i for i, batch in enumerate(ours) if (other := theirs.get((batch.base, batch.last))) is not None and other.epoch == batch.epoch), default=-1)
+        for batch in ours[: agreed_to + 1]:
+            other = theirs.get((batch.base, batch.last))
+            if other is None or (other.epoch, other.crc) != (batch.epoch, batch.crc):
+                found.append(Violation(rule="SAFE-4", t=end, detail=f"nodes {a} and {b} hold the same batch of epoch {ours[agreed_to].epoch} at offset {ours[agreed_to].base}, but differ before it, at offset {batch.base}"))
+                break
+    return found
+
+
+def committed_prefixes_agree(logs: dict[int, list[Batch]], readings: Iterable[Reading], end: float) -> list[Violation]:
+    """SAFE-7: the nodes whose logs reach the last high watermark a leader reported hold the same
+    batches below it."""
+    known = [reading.hw for reading in readings if reading.hw >= 0]
+    if not known:
+        return []
+    hw = known[-1]
+    below = {node: [(b.base, b.last, b.epoch, b.crc) for b in _segments(batches) if b.last < hw] for node, batches in logs.items() if any(b.last >= hw - 1 for b in _segments(batches))}
+    found = []
+    for a, b in itertools.combinations(sorted(below), 2):
+        if below[a] != below[b]:
+            at = next((x[0] for x, y in zip(below[a], below[b]) if x != y), min(len(below[a]), len(below[b])))
+            found.append(Violation(rule="SAFE-7", t=end, detail=f"nodes {a} and {b} differ below the high watermark {hw}, from offset {at}"))
+    return found
+
+
+def one_leader_per_epoch_in_logs(logs: dict[int, list[Batch]], samples: Iterable[Sample], end: float) -> list[Violation]:
+    """SAFE-1 from the logs: the LeaderChange records of an epoch, in every node's log, name the
+    leader that the quorum-state files name for it."""
+    named: dict[int, Sample] = {}
+    for sample in samples:
+        if sample.leader >= 0:
+            named.setdefault(sample.epoch, sample)
+    found = []
+    for node in sorted(logs):
+        for batch in logs[node]:
+            if batch.leader < 0:
+                continue
+            seen = named.setdefault(batch.epoch, Sample(t=end, node=node, epoch=batch.epoch, leader=batch.leader, voted=-1))
+            if seen.leader != batch.leader:
+                found.append(Violation(rule="SAFE-1", t=end, detail=f"epoch {batch.epoch}: node {node}'s log has a LeaderChange to leader {batch.leader} at offset {batch.base}, node {seen.node} named leader {seen.leader}"))
+    return found
+
+
+def _segments(batches: list[Batch]) -> list[Batch]:
+    """A log's batches, without its snapshots'."""
+    return [batch for batch in batches if batch.file.endswith(".log")]
+
+
+def check(
+    events: list[Event], nodes: int, bound_s: float, stale_leader_s: float = 8.0, logs: dict[int, list[Batch]] | None = None
+) -> list[Violation]:
     """Every violation the history shows, in time order: `bound_s` bounds the leader after the
-    healing, `stale_leader_s` a cut-off leader's stepping down."""
+    healing, `stale_leader_s` a cut-off leader's stepping down; `logs`, each node's metadata log
+    at the end, for the checks that read them."""
     samples = [event for event in events if type(event) is Sample]
+    readings = [event for event in events if type(event) is Reading]
+    end = max((event.t for event in events), default=0.0)
     found = (
         election_safety(samples)
         + one_vote_per_epoch(samples)
         + epochs_never_decrease(samples)
         + cut_off_leader_steps_down(events, nodes, stale_leader_s)
         + leader_after_healing(events, nodes, bound_s)
+        + high_watermark_never_goes_back(readings)
     )
+    if logs:
+        latest = {sample.node: sample for sample in samples}
+        agreed = agreed_leader(latest, nodes)
+        found += (
+            acknowledged_writes_kept((event for event in events if type(event) is Write), logs, agreed[1] if agreed else None)
+            + logs_match(logs, end)
+            + committed_prefixes_agree(logs, readings, end)
+            + one_leader_per_epoch_in_logs(logs, samples, end)
+        )
     return sorted(found, key=lambda v: (v.t, v.rule))

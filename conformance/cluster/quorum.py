@@ -1,13 +1,15 @@
 """N Kafka controllers of one release as real JVM processes on 127.0.0.1, each with its own
 directory (its server.properties, its metadata log, its log file), formatted with Kafka's storage
-tool and started, killed, paused and resumed under kraftcheck's control. Each node reaches each
-other through a relay kraftcheck can cut (relays.py): its configuration names the relay's port as
-the other's address. Each node runs in a process tree of its own (adapters/process_lifetime.py),
+tool and started, killed, paused and resumed under kraftcheck's control. Where the machine lets
+kraftcheck make network namespaces, each node runs in one of its own and reaches the others only
+through relays kraftcheck can cut (network.py); elsewhere all run on the host's loopback, and
+cannot be partitioned. Each node runs in a process tree of its own (adapters/process_lifetime.py),
 so no JVM outlives kraftcheck, however it ends."""
 
 import base64
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,8 +18,8 @@ from pathlib import Path
 import msgspec
 
 from adapters import kafka_server
-from adapters.process_lifetime import ProcessTree
-from conformance.cluster.relays import Links
+from adapters.process_lifetime import ProcessTree, run_in_tree
+from conformance.cluster.network import Network, NetworkUnavailable
 
 FORMAT_SECONDS = 120  # a storage format is a JVM start and a few files: seconds
 
@@ -88,15 +90,28 @@ def cluster_id(seed: int) -> str:
 
 class ControllerQuorum:
     """N controllers of Kafka `version` on 127.0.0.1, static voters (controller.quorum.voters),
-    under `directory` (node-1/, node-2/, ...). A context manager: leaving it stops every node."""
+    under `directory` (node-1/, node-2/, ...), in a network of their own where the machine allows
+    one (`partitionable`; QuorumError without one where `partitions` need it). A context manager:
+    leaving it stops every node."""
 
-    def __init__(self, version: str, controllers: int, directory: Path, seed: int) -> None:
+    def __init__(self, version: str, controllers: int, directory: Path, seed: int, partitions: bool = False) -> None:
         self.version = version
         self.directory = directory
         self.cluster_id = cluster_id(seed)
         ports = free_ports(controllers)
         self.nodes = {i: Node(i, port, directory / f"node-{i}") for i, port in enumerate(ports, start=1)}
-        self.links = Links({node.id: node.port for node in self.nodes.values()})
+        self.network: Network | None = None
+        self.no_network_because = ""
+        try:
+            self.network = Network({node.id: node.port for node in self.nodes.values()})
+        except NetworkUnavailable as why:
+            if partitions:
+                raise QuorumError(f"partitions need a network of the run's own: {why}") from None
+            self.no_network_because = str(why)
+
+    @property
+    def partitionable(self) -> bool:
+        return self.network is not None
 
     def __enter__(self) -> "ControllerQuorum":
         return self
@@ -104,9 +119,10 @@ class ControllerQuorum:
     def __exit__(self, *_: object) -> None:
         self.stop()
 
-    def voters(self, seen_from: int) -> str:
-        """controller.quorum.voters as node `seen_from` has it: the others at their relays."""
-        return ",".join(f"{node.id}@127.0.0.1:{node.port if node.id == seen_from else self.links.port(seen_from, node.id)}" for node in self.nodes.values())
+    @property
+    def voters(self) -> str:
+        """controller.quorum.voters: every node at its own port (in a node's namespace, another's port is the relay to it)."""
+        return ",".join(f"{node.id}@127.0.0.1:{node.port}" for node in self.nodes.values())
 
     def write_configuration(self) -> None:
         """Each node's server.properties: a controller alone, listening on its loopback port."""
@@ -117,7 +133,7 @@ class ControllerQuorum:
                     (
                         "process.roles=controller",
                         f"node.id={node.id}",
-                        f"controller.quorum.voters={self.voters(node.id)}",
+                        f"controller.quorum.voters={self.voters}",
                         f"listeners=CONTROLLER://127.0.0.1:{node.port}",
                         "controller.listener.names=CONTROLLER",
                         "listener.security.protocol.map=CONTROLLER:PLAINTEXT",
@@ -135,16 +151,12 @@ class ControllerQuorum:
 
     def format_node(self, node_id: int) -> None:
         node = self.nodes[node_id]
-        tree = ProcessTree()
         try:
-            process = tree.popen(kafka_server.format_command(self.version, node.properties, self.cluster_id), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            output, _ = process.communicate(timeout=FORMAT_SECONDS)
-        except subprocess.TimeoutExpired:
+            code, output = run_in_tree(kafka_server.format_command(self.version, node.properties, self.cluster_id), FORMAT_SECONDS)
+        except TimeoutError:
             raise QuorumError(f"node {node_id}: Kafka's storage tool did not finish formatting {node.data} within {FORMAT_SECONDS} s") from None
-        finally:
-            tree.kill()
-        if process.returncode != 0:
-            raise QuorumError(f"node {node_id}: Kafka's storage tool could not format {node.data} (exit {process.returncode}):\n{output.strip()[-2000:]}")
+        if code != 0:
+            raise QuorumError(f"node {node_id}: Kafka's storage tool could not format {node.data} (exit {code}):\n{output.strip()[-2000:]}")
 
     def start(self, node_id: int) -> None:
         """Start a node that is not running, from what its directory holds."""
@@ -152,8 +164,9 @@ class ControllerQuorum:
         if node.running:
             return
         node.tree = ProcessTree()
-        with open(node.directory / "stdout.txt", "ab") as out:
-            node.process = node.tree.popen(kafka_server.server_command(self.version, node.properties, node.log_file), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        with open(node.log_file, "ab") as out:  # every run of the node, one after the other
+            entering = self.network.enter(node_id) if self.network is not None else []
+            node.process = node.tree.popen(entering + kafka_server.server_command(self.version, node.properties), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         node.paused = False
 
     def kill(self, node_id: int) -> None:
@@ -164,6 +177,13 @@ class ControllerQuorum:
         if node.process is not None:
             node.process.wait()
         node.process, node.tree, node.paused = None, None, False
+
+    def wipe(self, node_id: int) -> None:
+        """Kill the node and lose its disk: its log directory deleted and formatted anew, as an
+        operator replacing a disk would (the error Raft cannot survive: its votes and log gone)."""
+        self.kill(node_id)
+        shutil.rmtree(self.nodes[node_id].data, ignore_errors=True)
+        self.format_node(node_id)
 
     def pause(self, node_id: int) -> None:
         """SIGSTOP the node's process group: it stops in its tracks, its sockets open."""
@@ -178,11 +198,24 @@ class ControllerQuorum:
             os.killpg(node.process.pid, signal.SIGCONT)
             node.paused = False
 
+    def cut(self, source: int, target: int) -> None:
+        """Nothing from `source` reaches `target` any more (relays.py)."""
+        self.network.cut(source, target)
+
+    def heal(self, source: int, target: int) -> None:
+        self.network.heal(source, target)
+
     def stop(self) -> None:
-        """Kill every node that runs, and close the links: nothing of the quorum outlives this."""
+        """Kill every node that runs, and end the network: nothing of the quorum outlives this."""
         for node_id in self.nodes:
             self.kill(node_id)
-        self.links.close()
+        if self.network is not None:
+            self.network.close()
+
+    @property
+    def bootstrap(self) -> str:
+        """Where kraftcheck's clients reach the controllers (host:port,...), from the host."""
+        return ",".join(f"127.0.0.1:{node.port}" for node in self.nodes.values())
 
     def quorum_state(self, node_id: int) -> QuorumStateFile | None:
         """The node's quorum-state file as it is on disk now (Kafka writes it whole and renames

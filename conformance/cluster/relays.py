@@ -1,27 +1,27 @@
-"""The links between a quorum's nodes, one TCP relay per ordered pair on 127.0.0.1, so that
-kraftcheck can cut them: node i reaches node j only through the relay (i, j), which its
-configuration names as j's address. A cut link drops what is in flight on it (its connections
-are closed) and then holds every new connection open without forwarding a byte, as a network
-that loses every packet does: the sender's requests time out. A healed link forwards again.
-Cutting (i, j) alone is a one-way partition: i's requests to j go nowhere, while j still
+"""The links between a quorum's nodes, one TCP relay per ordered pair, so that kraftcheck can
+cut them: node i reaches node j only through the relay (i, j), which listens where i looks for j
+and connects to where j listens (network.py puts each node in a network namespace of its own and
+the relay (i, j) on j's port inside i's). A cut link drops what is in flight on it (its
+connections are closed) and then holds every new connection open without forwarding a byte, as a
+network that loses every packet does: the sender's requests time out. A healed link forwards
+again. Cutting (i, j) alone is a one-way partition: i's requests to j go nowhere, while j still
 reaches i. Nothing here listens beyond loopback or connects anywhere but to a node's own port."""
 
 import selectors
 import socket
 import threading
+from collections.abc import Callable
 
-LOOPBACK = "127.0.0.1"
 CHUNK = 65536
 
 
 class Relay:
-    """One link: listens on its own loopback port, forwards to the target's."""
+    """One link: accepts on `listener`, forwards each connection to a new one from `connect`."""
 
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.listener = socket.create_server((LOOPBACK, 0))
+    def __init__(self, listener: socket.socket, connect: Callable[[], socket.socket]) -> None:
+        self.listener = listener
         self.listener.setblocking(False)
-        self.port = self.listener.getsockname()[1]
+        self.connect = connect
         self.cut = False
         self.pairs: dict[socket.socket, socket.socket] = {}  # each forwarding socket -> its other end
         self.held: list[socket.socket] = []  # connections accepted while cut: open, never forwarded
@@ -30,9 +30,8 @@ class Relay:
 class Links:
     """Every relay of a quorum, served by one thread; a context manager that closes them all."""
 
-    def __init__(self, ports: dict[int, int]) -> None:
-        """`ports`: node id -> the port the node listens on."""
-        self.relays = {(i, j): Relay(ports[j]) for i in ports for j in ports if i != j}
+    def __init__(self, relays: dict[tuple[int, int], Relay]) -> None:
+        self.relays = relays
         self.selector = selectors.DefaultSelector()
         self.lock = threading.Lock()
         self.stopping = False
@@ -46,10 +45,6 @@ class Links:
 
     def __exit__(self, *_: object) -> None:
         self.close()
-
-    def port(self, source: int, target: int) -> int:
-        """Where `source` reaches `target`."""
-        return self.relays[(source, target)].port
 
     def cut(self, source: int, target: int) -> None:
         """Nothing from `source` reaches `target` from now on (nor the answers to it)."""
@@ -66,13 +61,6 @@ class Links:
             for held in relay.held:
                 held.close()  # the sender opens a new connection, which is forwarded
             relay.held.clear()
-
-    def heal_all(self) -> None:
-        for source, target in self.relays:
-            self.heal(source, target)
-
-    def is_cut(self, source: int, target: int) -> bool:
-        return self.relays[(source, target)].cut
 
     def close(self) -> None:
         if self.stopping:
@@ -107,7 +95,7 @@ class Links:
             relay.held.append(incoming)
             return
         try:
-            outgoing = socket.create_connection((LOOPBACK, relay.target_port), timeout=1)
+            outgoing = relay.connect()
         except OSError:  # the node is down: so is the connection to it
             incoming.close()
             return

@@ -14,8 +14,8 @@ TOP = 40
 LANE = 44
 BAR = 14
 LABEL_GAP = 44  # px between two labels of one lane (every change keeps its tooltip)
-FAULT_FILLS = {"kill": "#fecaca", "pause": "#e5e7eb", "partition": "#fed7aa"}
-ENDINGS = {"restart": "kill", "resume": "pause", "heal": "partition"}
+FAULT_FILLS = {"kill": "#fecaca", "pause": "#e5e7eb", "partition": "#fed7aa", "wipe": "#f9a8d4"}
+ENDINGS = {"restart": ("kill", "wipe"), "resume": ("pause",), "heal": ("partition",)}
 
 
 def role(sample: Sample) -> str:
@@ -35,7 +35,7 @@ def fault_spans(events: list[Event], end: float) -> list[tuple[Fault, float]]:
         if type(event) is not Fault:
             continue
         if event.kind in ENDINGS:
-            started = next((f for f in open_faults if f.kind == ENDINGS[event.kind] and f.node == event.node and f.links == event.links), None)
+            started = next((f for f in open_faults if f.kind in ENDINGS[event.kind] and f.node == event.node and f.links == event.links), None)
             if started is not None:
                 open_faults.remove(started)
                 spans.append((started, event.t))

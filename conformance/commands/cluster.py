@@ -12,9 +12,11 @@ from tabulate import tabulate
 
 from adapters.kafka_build import check_version
 from adapters.registry import AdapterBuildError
+from conformance.cluster.metadata_log import MetadataLogError
+from conformance.cluster.network import NetworkUnavailable
 from conformance.cluster.quorum import QuorumError
 from conformance.cluster import history
-from conformance.cluster.run import FAULT_SECONDS, HISTORY, NEMESES, RELAYED_BEFORE, SHAPES, SUMMARY, TIMELINE, RunOptions, RunSummary, prepare, run
+from conformance.cluster.run import DEFAULT_NEMESES, FAULT_SECONDS, HISTORY, NEMESES, SHAPES, SUMMARY, TIMELINE, RunOptions, RunSummary, prepare, run
 from conformance.cluster.timeline import timeline_svg
 
 MAX_CONTROLLERS = 5
@@ -49,15 +51,7 @@ def seconds_range(text: str) -> tuple[float, float]:
 
 def run_cluster(args: argparse.Namespace) -> int:
     check_version(args.kafka_version)
-    relayed = tuple(map(int, args.kafka_version.split(".")[:2])) < RELAYED_BEFORE
-    nemesis = args.nemesis or (NEMESES if relayed else tuple(kind for kind in NEMESES if kind != "partition"))
-    if "partition" in nemesis and not relayed:
-        print(
-            f"kraftcheck: --nemesis partition: Kafka {args.kafka_version} (3.9 on, KIP-853) sends its leader's own address to its followers, "
-            "which then fetch from it past kraftcheck's relays; partitions of these releases are not supported yet (kill and pause are)",
-            file=sys.stderr,
-        )
-        return 2
+    nemesis = args.nemesis or DEFAULT_NEMESES
     if not 1 <= args.controllers <= MAX_CONTROLLERS:
         print(f"kraftcheck: --controllers {args.controllers}: 1 to {MAX_CONTROLLERS}", file=sys.stderr)
         return 2
@@ -68,11 +62,11 @@ def run_cluster(args: argparse.Namespace) -> int:
     prepare(out)
     options = RunOptions(
         version=args.kafka_version, controllers=args.controllers, nemesis=nemesis, seconds=args.time, seed=args.seed, leader_bound_seconds=args.leader_bound,
-        fault_seconds=args.fault_time or FAULT_SECONDS, shapes=args.partitions or SHAPES,
+        fault_seconds=args.fault_time or FAULT_SECONDS, shapes=args.partitions or SHAPES, writes=args.writes,
     )
     try:
         summary = run(options, out, lambda line: print(f"kraftcheck: {line}", file=sys.stderr, flush=True))
-    except (AdapterBuildError, QuorumError) as error:
+    except (AdapterBuildError, QuorumError, MetadataLogError, NetworkUnavailable) as error:
         print(f"kraftcheck: {error}", file=sys.stderr)
         return 1
     (out / SUMMARY).write_bytes(msgspec.json.format(msgspec.json.encode(summary)) + b"\n")
@@ -95,6 +89,9 @@ def report(summary: RunSummary, out: Path) -> str:
         ("seed", summary.seed),
         ("faults", ", ".join(f"{count} {kind}" for kind, count in summary.faults.items()) or "none"),
         ("faulting", f"{summary.seconds:g} s"),
+        ("writes", "none (bootstrap.controllers needs Kafka 3.7)" if summary.writes is None else ", ".join(f"{count:,} {outcome}" for outcome, count in summary.writes.items())),
+        ("high watermarks read", summary.readings),
+        ("metadata log batches at the end", ", ".join(f"node {node}: {count:,}" for node, count in summary.batches.items())),
         ("quorum-state changes seen", summary.samples),
         ("epochs with a leader", summary.epochs),
         ("first leader after", "-" if summary.first_leader_seconds is None else f"{summary.first_leader_seconds:.1f} s"),
@@ -107,8 +104,14 @@ def report(summary: RunSummary, out: Path) -> str:
     else:
         lines += [
             "No violation: at most one leader per epoch (SAFE-1), one vote per node per epoch (SAFE-2), epochs that never decrease (SAFE-3), "
-            "a cut-off leader stepping down (PROGRESS-1), as every node's quorum-state file showed them, and a leader within the bound once the faults healed.",
+            "a cut-off leader stepping down (PROGRESS-1), as every node's quorum-state file showed them; logs that match (SAFE-4), every acknowledged "
+            "write in the last leader's log (SAFE-6), committed prefixes that agree (SAFE-7), as every node's metadata log showed them at the end; "
+            "a high watermark that never went back (HW-MONOTONE); and a leader within the bound once the faults healed.",
             "",
         ]
-    lines += [f"The history, every fault and every quorum-state change: {out / HISTORY}; drawn: {out / TIMELINE}; each node's log: {out}/node-N/server.log.", ""]
+    lines += [
+        f"The history, every fault, write, reading and quorum-state change: {out / HISTORY}; drawn: {out / TIMELINE}; "
+        f"each node's log: {out}/node-N/server.log, its metadata log: {out}/node-N/metadata-log.jsonl.",
+        "",
+    ]
     return "\n".join(lines)
