@@ -4,7 +4,8 @@ Runs `kraftcheck cluster run` (conformance/cluster/run.py) for --time seconds of
 checks its history again and again for about two seconds. Prints the faults injected, the
 writes acknowledged (and per second of faults), the high watermarks read, the epochs, the
 violations, the run's wall time; and the checker's speed: histories checked per second, and
-history events (faults, samples, writes, readings) and metadata log batches per second.
+history events (faults, samples, writes, readings), metadata log batches and the nodes' logged
+transitions per second.
 
     .venv/bin/python benchmarks/cluster_faults.py [--kafka-version V] [--time SECONDS] [--nemesis KINDS] [--seed N] [--out DIR]
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from conformance.cluster import history, metadata_log
+from conformance.cluster import history, metadata_log, server_log
 from conformance.cluster.run import DEFAULT_NEMESES, RunOptions, prepare, run
 from conformance.commands.cluster import nemesis_kinds
 
@@ -38,26 +39,28 @@ def main() -> int:
     summary = run(options, out, lambda line: print(f"  {line}", file=sys.stderr, flush=True))
     wall = time.monotonic() - started
     events = history.read((out / "history.jsonl").read_bytes())
-    logs = {node: metadata_log.load(out / f"node-{node}" / metadata_log.DUMP) for node in range(1, summary.controllers + 1)}
+    nodes = range(1, summary.controllers + 1)
+    logs = {node: metadata_log.load(out / f"node-{node}" / metadata_log.DUMP) for node in nodes}
+    transitions = {node: server_log.read((out / f"node-{node}" / "server.log").read_text(errors="replace")).transitions for node in nodes}
     batches = sum(len(batches) for batches in logs.values())
     checks, check_started = 0, time.monotonic()
     while time.monotonic() - check_started < CHECK_SECONDS:
-        assert tuple(history.check(events, summary.controllers, options.leader_bound_seconds, logs=logs)) == summary.violations
+        assert tuple(history.check(events, summary.controllers, options.leader_bound_seconds, logs=logs, transitions=transitions)) == summary.violations
         checks += 1
     per_check = (time.monotonic() - check_started) / checks
     acknowledged = (summary.writes or {}).get("ack", 0)
     rows = [
         ("Kafka", summary.version),
-        ("faults injected", f"{sum(summary.faults.values())} ({', '.join(f'{count} {kind}' for kind, count in summary.faults.items())})"),
+        ("faults injected", f"{sum(summary.faults.values())} ({', '.join(f'{count} {kind}' for kind, count in summary.faults.items() if count)})"),
         ("writes acknowledged", f"{acknowledged:,} ({acknowledged / summary.seconds:.1f} a second of faults)" if summary.seconds else f"{acknowledged:,}"),
         ("writes failed / unknown", "-" if summary.writes is None else f"{summary.writes['failed']:,} / {summary.writes['unknown']:,}"),
         ("high watermarks read", f"{summary.readings:,}"),
         ("epochs with a leader", summary.epochs),
         ("violations", len(summary.violations)),
         ("run, wall", f"{wall:.1f} s"),
-        ("history events / log batches", f"{len(events):,} / {batches:,}"),
+        ("history events / log batches / transitions", f"{len(events):,} / {batches:,} / {summary.transitions:,}"),
         ("histories checked a second", f"{1 / per_check:,.1f}"),
-        ("events and batches checked a second", f"{(len(events) + batches) / per_check:,.0f}"),
+        ("events, batches and transitions checked a second", f"{(len(events) + batches + summary.transitions) / per_check:,.0f}"),
     ]
     print(tabulate(rows, tablefmt="github", headers=("", "")))
     return 0

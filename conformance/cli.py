@@ -463,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
         "relays kraftcheck controls (without namespaces, on the host's loopback, and then no partitions), wait for a leader, start "
         "writing (a cluster config change per write through Kafka's admin client, Kafka 3.7 on), then for --time seconds kill (SIGKILL, then restart) "
         "or pause (SIGSTOP, then SIGCONT) one node, or partition the quorum (a node or the leader isolated, a follower cut from the "
-        "leader alone, the leader deaf to the others), or wipe a node's disk (asked for only: the operator's error that loses "
+        "leader alone, the leader deaf to the others, a bridge between two sides), or wipe a node's disk (asked for only: the operator's error that loses "
         "acknowledged writes), one fault at a time, drawn from --seed; heal everything, wait for a leader, stop and read every node's "
         "metadata log. Every quorum-state change, fault, write and reading goes to OUT/history.jsonl as it happens. Exit 0 when the "
         "history holds SAFE-1 to SAFE-3 (quorum-state files), SAFE-4, SAFE-6, SAFE-7 (metadata logs: no acknowledged write lost), "
@@ -477,7 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="faults to draw from: kill, pause, partition, wipe (default kill,pause,partition)",
     )
     cluster_run.add_argument("--partitions", type=command_module_type("cluster", "shapes"), metavar="SHAPES",
-                             help="the partitions to draw from: isolate (a node, both ways), isolate-leader, partial (a follower cut from the leader alone), leader-deaf (nothing reaches the leader) (default all)")
+                             help="the partitions to draw from: isolate (a node, both ways), isolate-leader, partial (a follower cut from the leader alone), leader-deaf (nothing reaches the leader), "
+                             "bridge (a follower reaching two sides that do not reach each other) (default all)")
     cluster_run.add_argument("--fault-time", type=command_module_type("cluster", "seconds_range"), metavar="LOW-HIGH", help="how long each fault lasts, drawn between LOW and HIGH seconds (default 1-8)")
     cluster_run.add_argument("--time", type=float, default=60.0, metavar="SECONDS", help="how long to inject faults (default 60)")
     cluster_run.add_argument("--seed", type=int, default=0, help="the nemesis's seed: which fault, which node, how long (default 0)")

@@ -8,16 +8,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from xml.etree import ElementTree
 
 import msgspec
 import pytest
 
 from conformance import cli
-from conformance.cluster.history import HW_MONOTONE, LIVENESS, Fault, Healed, Reading, Sample, Write, check, leader_agreed_at, read
+from conformance.cluster.history import HW_MONOTONE, LIVENESS, Began, Fault, Healed, Reading, Sample, Write, check, leader_agreed_at, read
 from conformance.cluster.metadata_log import Batch
 from conformance.cluster.network import Network, NetworkUnavailable
+from conformance.cluster.server_log import Transition
 from conformance.cluster.quorum import free_ports
+from conformance.cluster.run import partition
 from conformance.cluster.timeline import timeline_svg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,10 +128,41 @@ def test_a_leader_change_record_naming_another_leader_of_an_epoch_breaks_electio
     assert [(v.rule, v.detail) for v in found] == [("SAFE-1", "epoch 1: node 2's log has a LeaderChange to leader 2 at offset 0, node 1 named leader 1")]
 
 
+def test_the_nodes_logs_show_what_the_files_read_too_late_missed():
+    """Node 3's log tells that it led epoch 1 for a moment, between two reads of its file: SAFE-1,
+    from the logs alone, at the moment its log says, in the history's time."""
+    began = Began(t=0.0, wall=1_000.0)
+    told = {
+        1: (Transition(wall=1_000.5, node=1, role="leader", epoch=1, leader=1, voted=-1),),
+        3: (Transition(wall=1_000.7, node=3, role="leader", epoch=1, leader=3, voted=-1), Transition(wall=1_000.72, node=3, role="follower", epoch=1, leader=1, voted=-1)),
+    }
+    found = check([began, *ELECTED, Healed(t=2.0)], 3, 10.0, transitions=told)
+    assert [(v.rule, v.t, v.detail) for v in found] == [("SAFE-1", 0.7, "epoch 1: node 1 named leader 1 at 0.500 s, node 3 leader 3, as the nodes' logs tell")]
+    assert check([*ELECTED, Healed(t=2.0)], 3, 10.0, transitions=told) == []  # a history without its start's wall time: the logs cannot be placed
+
+
 def test_a_high_watermark_that_goes_back_is_reported():
     readings = [Reading(t=2.0, leader=1, epoch=1, hw=5), Reading(t=3.0, leader=2, epoch=2, hw=-1), Reading(t=4.0, leader=2, epoch=2, hw=4)]
     found = check([*ELECTED, *readings, Healed(t=5.0)], 3, 10.0)
     assert [(v.rule, v.t, v.detail) for v in found] == [(HW_MONOTONE, 4.0, "leader 2 of epoch 2 reports high watermark 4 after leader 1 of epoch 1 reported 5 at 2.000 s")]
+
+
+@pytest.mark.parametrize(
+    "shape, around, node, links",
+    [
+        ("isolate", 3, 3, [(1, 3), (2, 3), (3, 1), (3, 2), (3, 4), (3, 5), (4, 3), (5, 3)]),
+        ("isolate-leader", 3, 1, [(1, 2), (1, 3), (1, 4), (1, 5), (2, 1), (3, 1), (4, 1), (5, 1)]),
+        ("partial", 1, 2, [(1, 2), (2, 1)]),  # around the leader: the first other node
+        ("leader-deaf", 4, 1, [(2, 1), (3, 1), (4, 1), (5, 1)]),
+        ("bridge", 3, 3, [(1, 4), (1, 5), (2, 4), (2, 5), (4, 1), (4, 2), (5, 1), (5, 2)]),  # 3 reaches all; {1, 2} and {4, 5} do not meet
+    ],
+)
+def test_each_partition_shape_cuts_its_links(shape, around, node, links):
+    """Five nodes, node 1 the leader a majority's files name."""
+    quorum = SimpleNamespace(nodes=dict.fromkeys(range(1, 6)))
+    recorder = SimpleNamespace(last={n: sample(1.0, n, 1, 1) for n in range(1, 6)}, now=lambda: 2.0)
+    fault = partition(quorum, recorder, around, shape)
+    assert (fault.node, list(fault.links)) == (node, links)
 
 
 @pytest.mark.parametrize(
@@ -165,14 +199,26 @@ def test_a_directory_holding_other_files_is_refused_and_left_alone(tmp_path, cap
 
 def jvms_of(out: Path) -> list[int]:
     """The process ids of running Kafka servers whose configuration lies under `out`."""
+    return [pid for pid, argv in processes() if b"kafka.Kafka" in argv and any(arg.startswith(str(out).encode()) for arg in argv)]
+
+
+def helpers_of(out: Path) -> list[int]:
+    """The process ids of the network helper and the workload of the run under `out`: each names
+    node 1's port among its arguments (the helper in its JSON, the workload in its controllers)."""
+    port = next(line for line in (out / "node-1" / "server.properties").read_text().splitlines() if line.startswith("listeners=")).rsplit(":", 1)[1]
+    return [
+        pid for pid, argv in processes()
+        if (b"conformance.cluster.network" in argv or b"Workload" in argv) and any(port.encode() in arg for arg in argv)
+    ]  # fmt: skip
+
+
+def processes() -> list[tuple[int, list[bytes]]]:
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            argv = cmdline.read_bytes().split(b"\0")
+            found.append((int(cmdline.parent.name), cmdline.read_bytes().split(b"\0")))
         except OSError:  # gone meanwhile
             continue
-        if b"kafka.Kafka" in argv and any(arg.startswith(str(out).encode()) for arg in argv):
-            found.append(int(cmdline.parent.name))
     return found
 
 
@@ -184,14 +230,14 @@ def dumped_writes(out: Path, node: int) -> set[int]:
 @needs_jvm
 def test_a_short_run_of_kafka_under_partitions_kills_and_pauses_holds_and_leaves_nothing(tmp_path):
     out = tmp_path / "run"
-    done = subprocess.run([*KRAFTCHECK, "cluster", "run", "--time", "20", "--seed", "5", "--out", str(out), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([*KRAFTCHECK, "cluster", "run", "--time", "20", "--seed", "28", "--out", str(out), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["violations"] == [] and summary["first_leader_seconds"] is not None
-    # seed 5: node 2 isolated from 2.9 s for 6.6 s, a kill at 13.0 s, a pause at 15.7 s; the next gap ends past 20 s
+    # seed 28: node 3 killed at 1.3 s for 5.2 s, the leader isolated at 8.2 s for 6.3 s, a pause at 16.2 s; the next gap ends past 20 s
     assert summary["faults"] == {"kill": 1, "pause": 1, "partition": 1} and summary["epochs"] >= 1
     lines = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
-    assert {line["type"] for line in lines} == {"fault", "sample", "healed", "write", "reading"}
+    assert {line["type"] for line in lines} == {"began", "fault", "sample", "healed", "write", "reading"}
     assert sum(line["type"] == "fault" for line in lines) == 2 * sum(summary["faults"].values())  # each fault and its healing
     acknowledged = {line["n"] for line in lines if line["type"] == "write" and line["outcome"] == "ack"}
     assert summary["writes"]["ack"] == len(acknowledged) > 0
@@ -201,7 +247,7 @@ def test_a_short_run_of_kafka_under_partitions_kills_and_pauses_holds_and_leaves
     killed = next(line["node"] for line in lines if line["type"] == "fault" and line["kind"] == "kill")
     starts = {n: (out / f"node-{n}" / "server.log").read_text().count("Kafka version: ") for n in (1, 2, 3)}
     assert starts == {n: 2 if n == killed else 1 for n in (1, 2, 3)}  # a restarted node's log keeps its first run's lines
-    assert jvms_of(out) == []  # (while it ran, test_no_jvm_outlives_... sees all three)
+    assert jvms_of(out) == []  # (while it ran, test_nothing_outlives_... sees all three)
 
 
 @needs_jvm
@@ -226,23 +272,30 @@ def test_a_wiped_disk_loses_acknowledged_writes_and_the_history_shows_it(tmp_pat
 
 @needs_jvm
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
-def test_no_jvm_outlives_an_interrupted_or_killed_run(tmp_path, how):
+def test_nothing_outlives_an_interrupted_or_killed_run(tmp_path, how):
+    """Neither the three JVMs, nor the network's helper, nor the workload's JVM."""
     out = tmp_path / "run"
     run = subprocess.Popen([*KRAFTCHECK, "cluster", "run", "--time", "600", "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for line in run.stderr:
-            if "waiting for a leader" in line:
+            if "faults for" in line:  # the leader elected, the workload started
                 break
-        assert len(jvms_of(out)) == 3
+        time.sleep(1)
+        assert len(jvms_of(out)) == 3 and len(helpers_of(out)) == 2
         run.send_signal(how)
-        run.wait(timeout=60)
+        try:
+            run.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # say where it hangs: each thread's kernel wait channel, and what it printed
+            channels = {task.name: (task / "wchan").read_text() for task in Path(f"/proc/{run.pid}/task").iterdir()}
+            run.kill()
+            pytest.fail(f"the run did not end within 60 s of {how!r}: threads waiting in {channels}; it printed:\n{run.stderr.read()[-3000:]}")
     finally:
         run.kill()
         run.wait()
     deadline = time.monotonic() + 20
-    while jvms_of(out) and time.monotonic() < deadline:  # after a SIGKILL the guard kills them: a moment
+    while (jvms_of(out) or helpers_of(out)) and time.monotonic() < deadline:  # after a SIGKILL the guard kills them: a moment
         time.sleep(0.2)
-    assert jvms_of(out) == []
+    assert jvms_of(out) == [] and helpers_of(out) == []
     assert (out / "history.jsonl").exists()
 
 

@@ -1,8 +1,9 @@
 """The history of a real quorum's run and its checks: what the nemesis did (Fault), what each
 node's quorum-state file said (Sample), what the workload wrote (Write) and read of the quorum
 (Reading), in wall time from the run's start, and each node's metadata log at the end (Batch,
-metadata_log.py). Judged against the model's safety properties (model/properties.py): from the
-quorum-state files SAFE-1, SAFE-2, SAFE-3; from the logs SAFE-1 (the LeaderChange records), SAFE-4 (log matching), SAFE-6 (an
+metadata_log.py) and its state transitions as its own log tells them (server_log.py). Judged against the model's safety properties (model/properties.py): from the
+quorum-state files and again from the nodes' transitions SAFE-1, SAFE-2, SAFE-3; from the
+metadata logs SAFE-1 (the LeaderChange records), SAFE-4 (log matching), SAFE-6 (an
 acknowledged write, committed, is in the last leader's log) and SAFE-7 (committed prefixes
 agree); from the readings, a high watermark that never goes back (HW-MONOTONE); KIP-595's
 check-quorum with a bound (PROGRESS-1: a leader no majority follows any more steps down) and a
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 import msgspec
 
 from conformance.cluster.metadata_log import Batch
+from conformance.cluster.server_log import Transition
 
 
 class Fault(msgspec.Struct, frozen=True, kw_only=True, tag="fault"):
@@ -37,6 +39,14 @@ class Sample(msgspec.Struct, frozen=True, kw_only=True, tag="sample"):
     epoch: int
     leader: int
     voted: int
+
+
+class Began(msgspec.Struct, frozen=True, kw_only=True, tag="began"):
+    """The run's start, `t` 0, at `wall` seconds since the Unix epoch: where the nodes' logs, in
+    wall time, meet the history."""
+
+    t: float
+    wall: float
 
 
 class Healed(msgspec.Struct, frozen=True, kw_only=True, tag="healed"):
@@ -64,7 +74,7 @@ class Reading(msgspec.Struct, frozen=True, kw_only=True, tag="reading"):
     hw: int
 
 
-Event = Fault | Sample | Healed | Write | Reading
+Event = Began | Fault | Sample | Healed | Write | Reading
 _DECODER = msgspec.json.Decoder(Event)
 
 
@@ -296,23 +306,42 @@ def _segments(batches: list[Batch]) -> list[Batch]:
     return [batch for batch in batches if batch.file.endswith(".log")]
 
 
+def as_told_by_logs(transitions: dict[int, tuple[Transition, ...]], began: Began) -> list[Sample]:
+    """The nodes' transitions as samples in the history's time, in that time's order."""
+    told = [Sample(t=round(tr.wall - began.wall, 3), node=node, epoch=tr.epoch, leader=tr.leader, voted=tr.voted) for node, theirs in transitions.items() for tr in theirs]
+    return sorted(told, key=lambda sample: sample.t)
+
+
+def state_safety(samples: list[Sample]) -> list[Violation]:
+    """SAFE-1, SAFE-2, SAFE-3 over one source's samples."""
+    return election_safety(samples) + one_vote_per_epoch(samples) + epochs_never_decrease(samples)
+
+
 def check(
-    events: list[Event], nodes: int, bound_s: float, stale_leader_s: float = 8.0, logs: dict[int, list[Batch]] | None = None
+    events: list[Event],
+    nodes: int,
+    bound_s: float,
+    stale_leader_s: float = 8.0,
+    logs: dict[int, list[Batch]] | None = None,
+    transitions: dict[int, tuple[Transition, ...]] | None = None,
 ) -> list[Violation]:
     """Every violation the history shows, in time order: `bound_s` bounds the leader after the
     healing, `stale_leader_s` a cut-off leader's stepping down; `logs`, each node's metadata log
-    at the end, for the checks that read them."""
+    at the end, and `transitions`, each node's as its log tells them (where the history has its
+    start's wall time), for the checks that read them. The files and the logs are checked apart:
+    their clocks are not merged, a file read 50 ms late must not look like an epoch gone back."""
     samples = [event for event in events if type(event) is Sample]
     readings = [event for event in events if type(event) is Reading]
+    began = next((event for event in events if type(event) is Began), None)
     end = max((event.t for event in events), default=0.0)
     found = (
-        election_safety(samples)
-        + one_vote_per_epoch(samples)
-        + epochs_never_decrease(samples)
+        state_safety(samples)
         + cut_off_leader_steps_down(events, nodes, stale_leader_s)
         + leader_after_healing(events, nodes, bound_s)
         + high_watermark_never_goes_back(readings)
     )
+    if transitions and began is not None:
+        found += [msgspec.structs.replace(v, detail=f"{v.detail}, as the nodes' logs tell") for v in state_safety(as_told_by_logs(transitions, began))]
     if logs:
         latest = {sample.node: sample for sample in samples}
         agreed = agreed_leader(latest, nodes)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import msgspec
 
-from conformance.cluster import history, metadata_log, workload
-from conformance.cluster.history import Event, Fault, Healed, Reading, Sample, Violation, Write
+from conformance.cluster import history, metadata_log, server_log, workload
+from conformance.cluster.history import Began, Event, Fault, Healed, Reading, Sample, Violation, Write
 from conformance.cluster.quorum import ControllerQuorum
 from conformance.outputs import check_directory
 
@@ -39,8 +39,10 @@ DEFAULT_NEMESES = ("kill", "pause", "partition")
 #   isolate: X cut from every other node, both ways;
 #   isolate-leader: the same, X the leader;
 #   partial: X, a follower, cut from the leader alone, both ways: it still reaches the others;
-#   leader-deaf: nothing reaches the leader from the others (one way): it still sends.
-SHAPES = ("isolate", "isolate-leader", "partial", "leader-deaf")
+#   leader-deaf: nothing reaches the leader from the others (one way): it still sends;
+#   bridge: X, a follower, reaches every node, while the others are split in two sides that do
+#     not reach each other, both ways: the leader's (with fewer than half the rest) and the far one.
+SHAPES = ("isolate", "isolate-leader", "partial", "leader-deaf", "bridge")
 SAMPLE_SECONDS = 0.05
 FAULT_GAP_SECONDS = (1.0, 4.0)  # between one fault's end and the next fault
 FAULT_SECONDS = (1.0, 8.0)  # how long a fault lasts: past a fetch timeout (2 s) and an election, or not
@@ -76,6 +78,8 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     writes: dict[str, int] | None  # by outcome (ack, failed, unknown); None: no workload
     readings: int  # DescribeQuorum answers with a high watermark
     batches: dict[str, int]  # by node: the record batches of its metadata log at the end
+    transitions: int  # state transitions the nodes' own logs tell
+    unreadable: tuple[str, ...]  # transition lines of those logs that server_log.py cannot read
     samples: int
     epochs: int  # distinct epochs some node's file named a leader of
     first_leader_seconds: float | None
@@ -109,6 +113,7 @@ class Recorder:
         self.events: list[Event] = []
         self.last: dict[int, Sample] = {}
         self.lock = threading.Lock()
+        self.add(Began(t=0.0, wall=round(time.time(), 3)))
 
     def now(self) -> float:
         return round(time.monotonic() - self.start, 3)
@@ -131,8 +136,8 @@ class Recorder:
                 self.add(self.last[node_id])
 
     def close(self) -> None:
-        with self.lock:
-            self.file.close()
+        """Once the workload has stopped: nothing else adds any more."""
+        self.file.close()
 
 
 def watch(recorder: Recorder, quorum: ControllerQuorum, seconds: float, until: Callable[[], bool] = lambda: False) -> bool:
@@ -172,6 +177,8 @@ def run(options: RunOptions, out: Path, progress: Callable[[str], None]) -> RunS
                 progress(f"{first_leader:.1f} s: node {leader} leads epoch {epoch}; " + ("writes and " if writing else "") + f"faults for {options.seconds:g} s")
             writer = workload.Workload(options.version, quorum.bootstrap, out, recorder.add, recorder.now) if writing else None
             try:
+                if writer is not None and not writer.wait_until_writing():
+                    progress(f"the workload has no answer within {workload.READY_SECONDS:g} s (see {out / workload.LOG}); faults begin without it")
                 faulting_until = recorder.now() + options.seconds
                 while recorder.now() < faulting_until:
                     watch(recorder, quorum, draw.uniform(*FAULT_GAP_SECONDS))
@@ -192,9 +199,11 @@ def run(options: RunOptions, out: Path, progress: Callable[[str], None]) -> RunS
                     writer.stop()
     finally:
         recorder.close()
-    progress("reading every node's metadata log")
+    progress("reading every node's metadata log and its own log")
     logs = {node_id: metadata_log.read(options.version, quorum.nodes[node_id].data, quorum.nodes[node_id].directory / metadata_log.DUMP) for node_id in quorum.nodes}
-    violations = tuple(history.check(recorder.events, nodes, options.leader_bound_seconds, logs=logs))
+    told = {node_id: server_log.read(quorum.nodes[node_id].log_file.read_text(errors="replace")) for node_id in quorum.nodes}
+    transitions = {node_id: log.transitions for node_id, log in told.items()}
+    violations = tuple(history.check(recorder.events, nodes, options.leader_bound_seconds, logs=logs, transitions=transitions))
     samples = [event for event in recorder.events if type(event) is Sample]
     outcomes = [event.outcome for event in recorder.events if type(event) is Write and event.outcome != "invoked"]
     agreed_at = history.leader_agreed_at(recorder.events, nodes, healed_at)
@@ -208,6 +217,8 @@ def run(options: RunOptions, out: Path, progress: Callable[[str], None]) -> RunS
         writes={outcome: outcomes.count(outcome) for outcome in ("ack", "failed", "unknown")} if writing else None,
         readings=sum(1 for event in recorder.events if type(event) is Reading and event.hw >= 0),
         batches={str(node_id): len(batches) for node_id, batches in logs.items()},
+        transitions=sum(len(log.transitions) for log in told.values()),
+        unreadable=tuple(line for log in told.values() for line in log.unreadable),
         samples=len(samples),
         epochs=len({s.epoch for s in samples if s.leader >= 0}),
         first_leader_seconds=first_leader,
@@ -272,6 +283,12 @@ def partition(quorum: ControllerQuorum, recorder: Recorder, node_id: int, shape:
     elif shape == "partial":
         node_id = node_id if node_id != leader else others[0]
         links = [(node_id, leader), (leader, node_id)]
+    elif shape == "bridge":
+        node_id = node_id if node_id != leader else others[0]
+        rest = [n for n in others if n != node_id]
+        near = [leader, *rest[: (len(rest) - 1) // 2]]
+        far = [n for n in rest if n not in near]
+        links = [(a, b) for a in near for b in far] + [(b, a) for a in near for b in far]
     else:  # leader-deaf
         node_id = leader
         links = [(n, leader) for n in others]

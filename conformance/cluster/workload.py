@@ -17,6 +17,7 @@ from conformance.cluster.history import Event, Reading, Write
 
 SINCE = (3, 7)  # bootstrap.controllers (KIP-919)
 PAUSE_MS = 50  # between one write's outcome and the next write
+READY_SECONDS = 60.0  # a JVM starting on a loaded machine, and its first write answered
 LOG = "workload.log"
 
 
@@ -51,8 +52,14 @@ class Workload:
         self.process = self.tree.popen(
             kafka_server.program_command(version, "Workload", bootstrap, str(PAUSE_MS)), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log
         )
+        self.answered = threading.Event()  # a first write has its outcome: the workload runs
         self.thread = threading.Thread(target=self._follow, name="kraftcheck-workload", daemon=True)
         self.thread.start()
+
+    def wait_until_writing(self) -> bool:
+        """Whether a first write has its outcome within READY_SECONDS: faults wait for it, so
+        that each finds writes going on."""
+        return self.answered.wait(READY_SECONDS)
 
     def stop(self) -> None:
         self.tree.kill()
@@ -73,5 +80,6 @@ class Workload:
                 self.add(Write(t=t, n=line.write, outcome="invoked"))
             elif line.write:
                 self.add(Write(t=t, n=line.write, outcome=line.outcome, error=line.error))
+                self.answered.set()
             elif line.quorum is not None:
                 self.add(Reading(t=t, leader=line.quorum.leader, epoch=line.quorum.epoch, hw=line.quorum.hw))

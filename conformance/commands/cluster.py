@@ -93,6 +93,7 @@ def report(summary: RunSummary, out: Path) -> str:
         ("high watermarks read", summary.readings),
         ("metadata log batches at the end", ", ".join(f"node {node}: {count:,}" for node, count in summary.batches.items())),
         ("quorum-state changes seen", summary.samples),
+        ("transitions in the nodes' logs", f"{summary.transitions:,}" + (f" ({len(summary.unreadable)} unreadable)" if summary.unreadable else "")),
         ("epochs with a leader", summary.epochs),
         ("first leader after", "-" if summary.first_leader_seconds is None else f"{summary.first_leader_seconds:.1f} s"),
         ("leader after the faults healed", "none" if summary.leader_after_healing_seconds is None else f"{summary.leader_after_healing_seconds:.1f} s"),
@@ -104,11 +105,14 @@ def report(summary: RunSummary, out: Path) -> str:
     else:
         lines += [
             "No violation: at most one leader per epoch (SAFE-1), one vote per node per epoch (SAFE-2), epochs that never decrease (SAFE-3), "
-            "a cut-off leader stepping down (PROGRESS-1), as every node's quorum-state file showed them; logs that match (SAFE-4), every acknowledged "
+            "as every node's quorum-state file and its own log showed them; a cut-off leader stepping down (PROGRESS-1); logs that match (SAFE-4), every acknowledged "
             "write in the last leader's log (SAFE-6), committed prefixes that agree (SAFE-7), as every node's metadata log showed them at the end; "
             "a high watermark that never went back (HW-MONOTONE); and a leader within the bound once the faults healed.",
             "",
         ]
+    if summary.unreadable:
+        lines += ["## Transition lines kraftcheck cannot read", "", *(f"    {line}" for line in summary.unreadable[:20]), ""]
+        lines += [f"(and {len(summary.unreadable) - 20} more)", ""] if len(summary.unreadable) > 20 else []
     lines += [
         f"The history, every fault, write, reading and quorum-state change: {out / HISTORY}; drawn: {out / TIMELINE}; "
         f"each node's log: {out}/node-N/server.log, its metadata log: {out}/node-N/metadata-log.jsonl.",
