@@ -275,7 +275,10 @@ def test_a_wiped_disk_loses_acknowledged_writes_and_the_history_shows_it(tmp_pat
 def test_nothing_outlives_an_interrupted_or_killed_run(tmp_path, how):
     """Neither the three JVMs, nor the network's helper, nor the workload's JVM."""
     out = tmp_path / "run"
-    run = subprocess.Popen([*KRAFTCHECK, "cluster", "run", "--time", "600", "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [*KRAFTCHECK, "cluster", "run", "--time", "600", "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal: a pytest-xdist worker ignores SIGINT, and a child would inherit that
+    )
     try:
         for line in run.stderr:
             if "faults for" in line:  # the leader elected, the workload started
