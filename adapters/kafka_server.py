@@ -34,6 +34,7 @@ HEAP = "-Xmx384m"  # a controller's metadata is small; three of them and kraftch
 LOGGING = (
     "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
     "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.raft=debug",
+    "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.raft.KafkaRaftClient=trace",
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
     "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ",
     "-Dorg.slf4j.simpleLogger.showThreadName=true",

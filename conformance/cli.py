@@ -39,6 +39,7 @@ GUIDE_PAGES = {
     "adapters": "certifying",
     "scenario": "scenarios",
     "cluster": "kafka",
+    "validate": "kafka",
 }
 """The page of docs/guide/ that explains each command; its help ends by naming it."""
 
@@ -487,6 +488,25 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_run.add_argument("--no-writes", dest="writes", action="store_false", help="run no workload: the quorum's own records only")
     cluster_run.add_argument("--json", action="store_true", help="print the summary as JSON")
     cluster_run.set_defaults(run=command("cluster", "run_cluster"))
+    validate = commands.add_parser(
+        "validate",
+        help="explain every logged Raft event of a real Kafka quorum by a model execution",
+        description="Read each voter's own log (a `kraftcheck cluster run` directory's node-N/server.log, or log files, one per node, "
+        "from any deployment logging org.apache.kafka.raft.QuorumState at INFO and KafkaRaftClient at TRACE) into observations: "
+        "transitions, every message received and sent, the leader's appends, the follower's log end after each. Then search, node "
+        "by node in the order its log has them, for model executions under the release's profile that log exactly these, filling in "
+        "up to --fill unlogged steps (timers) where nothing else explains the next line; a leader's check-quorum timer is held to "
+        "its timeout. Exit 0 when every observation is explained and every message received was logged by its sender, 1 with the "
+        "first observation no model state explains, the states still possible just before it and what each would have logged "
+        "instead, 2 on bad input.",
+    )
+    validate.add_argument("paths", nargs="+", metavar="PATH", help="a `kraftcheck cluster run` directory, or node log files")
+    validate.add_argument("--profile", metavar="NAME", help="the model profile to judge by (default: the release's, from the run's summary.json)")
+    validate.add_argument("--fill", type=int, default=3, metavar="N", help="unlogged steps tried before an observation nothing else explains (default 3)")
+    validate.add_argument("--slack-ms", type=int, default=1000, metavar="MS", help="how late a leader's check-quorum timer may fire (default 1000)")
+    validate.add_argument("--json", action="store_true", help="print the validation as JSON")
+    validate.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    validate.set_defaults(run=command("validate", "run_validate"))
     point_at_guides(commands)
     return parser
 

@@ -106,3 +106,14 @@ def test_the_cluster_benchmark_runs_a_real_quorum_and_times_its_checks(tmp_path)
     assert rows["faults injected"] == "1 (1 partition)" and rows["violations"] == "0"
     assert int(rows["writes acknowledged"].split()[0].replace(",", "")) > 0
     assert float(rows["histories checked a second"].replace(",", "")) > 1
+
+
+def test_the_log_validation_benchmark_prints_speed_and_the_edits_caught():
+    command = [sys.executable, str(ROOT / "benchmarks" / "validate_logs.py"), "--edits", "6", "--seed", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in result.stdout.split("\n\n")[0].splitlines()[2:]}
+    assert rows["unexplained"] == "none" and rows["observations"] == "5,285"
+    assert float(rows["observations a second, one core"].replace(",", "")) > 0
+    counts = [int(rows[name]) for name in ("caught at the line edited", "caught at another line", "not caught")]
+    assert sum(counts) == 6 and counts[0] >= 1

@@ -1,0 +1,242 @@
+"""kraftcheck validate: Kafka's own logs read into observations and explained by the model.
+
+The logs under tests/data/validate/ are three real `kraftcheck cluster run`s, their transition
+and KafkaRaftClient TRACE lines kept: Kafka 4.3.1 and 3.7.2 under kills and partitions, and
+3.6.2 with its leader isolated for 14 s (KAFKA-15489: it never resigns). Each edit below changes
+one line the way a bug would show in a log, and the validation must name that very line."""
+
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.validate import links
+from conformance.validate.java_text import JavaTextError, read_value
+from conformance.validate.observations import Answered, Received, RecordsSeen, Replied, Sent, read
+from conformance.validate.validation import ValidationError, validate_logs
+from model.messages import EndQuorumEpochRequest, EpochEndOffset, FetchRequest, FetchResponse, LeaderIdAndEpoch, VoteRequest, VoteResponse
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "validate"
+KAFKA_43 = DATA / "kafka-4.3.1-faults"
+KAFKA_37 = DATA / "kafka-3.7.2-faults"
+KAFKA_362 = DATA / "kafka-3.6.2-isolated-leader"
+READ_KINDS = ("Completed transition to", "Received inbound message", "Sent response", "Sent outbound request", "Leader appended records", "Follower end offset updated")
+PREFIX = "2026-12-02T11:31:37.380+0000 [kafka-1-raft-io-thread] TRACE org.apache.kafka.raft.KafkaRaftClient - [RaftManager id=1] "
+
+
+def test_java_to_string_is_read_back_into_objects_lists_and_strings():
+    text = ("VoteRequestData(clusterId='a b,c', voterId=1, empty=Empty(), ids=[1, 2], topics=[TopicData(topicName='__cluster_metadata', "
+            "partitions=[PartitionData(partitionIndex=0, preVote=true, id=-Jd84N8Ju_uiGBZ)])]), createdTimeMs=1, destination=127.0.0.1:1 (id: 2 rack: null))")  # fmt: skip
+    assert read_value(text) == {
+        "_type": "VoteRequestData", "clusterId": "a b,c", "voterId": "1", "empty": {"_type": "Empty"}, "ids": ["1", "2"],
+        "topics": [{"_type": "TopicData", "topicName": "__cluster_metadata", "partitions": [{"_type": "PartitionData", "partitionIndex": "0", "preVote": "true", "id": "-Jd84N8Ju_uiGBZ"}]}],
+    }  # fmt: skip
+    records = read_value("MemoryRecords(size=106, buffer=java.nio.HeapByteBuffer[pos=0 lim=106 cap=120])")
+    assert records == {"_type": "MemoryRecords", "size": "106", "buffer": "_"}
+    with pytest.raises(JavaTextError):
+        read_value("VoteRequestData(clusterId='c', topics=[")
+
+
+def observation(text: str):
+    return read(1, [PREFIX + text]).observations[0]
+
+
+def test_each_release_s_message_lines_become_the_model_s_messages():
+    # 3.7: candidateEpoch/candidateId, sourceId; 3.9 on: replicaEpoch/replicaId, source=host:port (id: N ...)
+    vote_37 = observation(
+        "Received inbound message InboundRequest(correlationId=0, data=VoteRequestData(clusterId='c', topics=[TopicData(topicName='__cluster_metadata', "
+        "partitions=[PartitionData(partitionIndex=0, candidateEpoch=1, candidateId=2, lastOffsetEpoch=0, lastOffset=0)])]), createdTimeMs=1)"
+    )
+    assert vote_37 == Received(line=1, wall=vote_37.wall, source=2, correlation=0, message=VoteRequest(ClusterId="c", CandidateEpoch=1, CandidateId=2, LastOffsetEpoch=0, LastOffset=0))
+    vote_43 = observation(
+        "Sent outbound request: OutboundRequest(correlationId=7, data=VoteRequestData(clusterId='c', voterId=3, topics=[TopicData(topicName='__cluster_metadata', "
+        "partitions=[PartitionData(partitionIndex=0, replicaEpoch=2, replicaId=1, replicaDirectoryId=x, voterDirectoryId=y, lastOffsetEpoch=1, lastOffset=116, "
+        "preVote=true)])]), createdTimeMs=1, destination=127.0.0.1:1 (id: 3 rack: null isFenced: false))"
+    )
+    assert vote_43 == Sent(line=1, wall=vote_43.wall, destination=3, correlation=7,
+                           message=VoteRequest(ClusterId="c", CandidateEpoch=2, CandidateId=1, LastOffsetEpoch=1, LastOffset=116, PreVote=True))  # fmt: skip
+    fetch = observation(
+        "Received inbound message InboundResponse(correlationId=0, data=FetchResponseData(throttleTimeMs=0, errorCode=0, sessionId=0, responses=[FetchableTopicResponse("
+        "topic='', topicId=AAAAAAAAAAAAAAAAAAAAAQ, partitions=[PartitionData(partitionIndex=0, errorCode=0, highWatermark=-1, lastStableOffset=-1, logStartOffset=0, "
+        "divergingEpoch=EpochEndOffset(epoch=-1, endOffset=-1), currentLeader=LeaderIdAndEpoch(leaderId=2, leaderEpoch=1), snapshotId=SnapshotId(endOffset=-1, epoch=-1), "
+        "abortedTransactions=[], preferredReadReplica=-1, records=MemoryRecords(size=106, buffer=java.nio.HeapByteBuffer[pos=0 lim=106 cap=120]))])], nodeEndpoints=[]), sourceId=2)"
+    )
+    expected = FetchResponse(HighWatermark=-1, DivergingEpoch=EpochEndOffset(Epoch=-1, EndOffset=-1), CurrentLeader=LeaderIdAndEpoch(LeaderId=2, LeaderEpoch=1), Records=RecordsSeen(size=106))
+    assert fetch == Replied(line=1, wall=fetch.wall, source=2, correlation=0, message=expected, wire=False)
+    # a response the sender's own network client made up (BROKER_NOT_AVAILABLE), with no partition: Kafka's defaults
+    lost = observation("Received inbound message InboundResponse(correlationId=4, data=VoteResponseData(errorCode=8, topics=[]), source=127.0.0.1:2 (id: 2 rack: null))")
+    assert lost == Replied(line=1, wall=lost.wall, source=2, correlation=4, message=VoteResponse(ErrorCode=8), wire=True)
+
+
+def test_a_fetch_from_a_kip_903_replica_state_and_an_answer_to_it_name_the_fetcher():
+    request = ("InboundRequest(correlationId=13, data=FetchRequestData(clusterId='c', replicaId=-1, replicaState=ReplicaState(replicaId=3, replicaEpoch=-1), maxWaitMs=500, "
+               "topics=[FetchTopic(topic='', partitions=[FetchPartition(partition=0, currentLeaderEpoch=2, fetchOffset=10, lastFetchedEpoch=1, highWatermark=9)])]))")  # fmt: skip
+    answered = observation(
+        "Sent response OutboundResponse(correlationId=13, data=FetchResponseData(errorCode=0, responses=[FetchableTopicResponse(topic='__cluster_metadata', "
+        "partitions=[PartitionData(partitionIndex=0, errorCode=0, highWatermark=10, divergingEpoch=EpochEndOffset(epoch=-1, endOffset=-1), "
+        "currentLeader=LeaderIdAndEpoch(leaderId=1, leaderEpoch=2), records=MemoryRecords(size=0, buffer=java.nio.HeapByteBuffer[pos=0 lim=0 cap=0]))])])) "
+        "to inbound request " + request
+    )
+    fetch = FetchRequest(ClusterId="c", ReplicaId=3, MaxWaitMs=500, CurrentLeaderEpoch=2, FetchOffset=10, LastFetchedEpoch=1, HighWatermark=9)
+    assert answered == Answered(line=1, wall=answered.wall, destination=3, correlation=13, request=fetch,
+                                message=FetchResponse(HighWatermark=10, CurrentLeader=LeaderIdAndEpoch(LeaderId=1, LeaderEpoch=2), Records=()))  # fmt: skip
+    end = observation(
+        "Sent outbound request: OutboundRequest(correlationId=3, data=EndQuorumEpochRequestData(clusterId='c', topics=[TopicData(topicName='__cluster_metadata', "
+        "partitions=[PartitionData(partitionIndex=0, leaderId=1, leaderEpoch=4, preferredCandidates=[ReplicaInfo(candidateId=3, candidateDirectoryId=x), "
+        "ReplicaInfo(candidateId=2, candidateDirectoryId=y)])])], leaderEndpoints=[]), destination=127.0.0.1:3 (id: 2 rack: null))"
+    )
+    assert end.message == EndQuorumEpochRequest(ClusterId="c", ReplicaId=1, LeaderId=1, LeaderEpoch=4, PreferredSuccessors=(3, 2))
+
+
+def test_a_line_of_a_kind_read_that_cannot_be_read_is_counted_not_dropped():
+    log = read(1, [PREFIX + "Sent outbound request: OutboundRequest(correlationId=3, data=VoteRequestData(clusterId='c', topics=[", PREFIX + "Leader appended nothing"])
+    assert [u.line for u in log.unreadable] == [1] and log.observations == ()
+
+
+def raft_lines(directory: Path) -> int:
+    """The lines of the kinds validate reads, counted here by their text alone."""
+    count = 0
+    for log in directory.glob("node-*/server.log.gz"):
+        with gzip.open(log, "rt") as lines:
+            count += sum(1 for line in lines if any(kind in line for kind in READ_KINDS))
+    return count
+
+
+@pytest.mark.parametrize("run, profile", [(KAFKA_43, "kafka-4.3"), (KAFKA_37, "kafka-3.7")])
+def test_real_runs_of_current_releases_under_faults_validate_with_nothing_unexplained(run, profile):
+    validation = validate_logs([run], profile)
+    assert validation.observations == raft_lines(run)
+    assert validation.first is None and validation.unlinked == () and validation.unreadable == ()
+    assert validation.explained + validation.outside == validation.observations
+    assert validation.valid
+
+
+def test_the_leader_that_never_resigns_before_kafka_3_7_is_caught_by_its_check_quorum_deadline():
+    """KAFKA-15489 on Kafka 3.6.2: node 2 led epoch 1 when it was cut off; it kept appending as
+    leader. Without the timer's deadline every line would be explained by a timer that never fires."""
+    validation = validate_logs([KAFKA_362], "kafka-3.7")
+    first = validation.first
+    assert (first.node, first.why.split(":")[0]) == (2, "PROGRESS-1")
+    assert "still leader of epoch 1" in first.why and first.possible
+    assert validate_logs([KAFKA_362], "kafka-3.7", slack_ms=60_000).valid  # a minute of slack and the 14 s cut fits
+
+
+def edited(tmp_path: Path, run: Path, node: int, pattern: str, change, nth: int = 0) -> tuple[Path, int]:
+    """The run copied with the `nth` line of node `node` matching `pattern` changed; that line's number."""
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    path = copy / f"node-{node}" / "server.log.gz"
+    with gzip.open(path, "rt") as text:
+        lines = text.read().splitlines(keepends=True)
+    matching = [index for index, line in enumerate(lines) if re.search(pattern, line)]
+    index = matching[nth]
+    changed = change(lines[index])
+    assert changed != lines[index]
+    lines[index] = changed
+    with gzip.open(path, "wt") as text:
+        text.write("".join(lines))
+    return copy, index + 1
+
+
+def bump(field: str):
+    return lambda line: re.sub(rf"\b{field}=(\d+)", lambda m: f"{field}={int(m[1]) + 1}", line, count=1)
+
+
+EDITS = {
+    "a vote refused that was granted": (1, r"Sent response .*voteGranted=true", lambda line: line.replace("voteGranted=true", "voteGranted=false"), 0),
+    "a pre-vote granted by a follower that hears from its leader": (1, r"Sent response .*voteGranted=false", lambda line: line.replace("voteGranted=false", "voteGranted=true"), 0),
+    "an epoch bumped in a transition": (2, r"Completed transition to FollowerState", bump("epoch"), 1),
+    "a fetch offset off by one": (3, r"Sent outbound request: .*FetchRequestData", bump("fetchOffset"), 39),
+    "a leader's append in another epoch": (2, r"Leader appended records", lambda line: re.sub(r"epoch=\d+\]", "epoch=7]", line), 9),
+    "a follower's log end off by one": (1, r"Follower end offset updated", bump("offset"), 20),
+    "a high watermark ahead in a fetch answer": (2, r"Sent response .*FetchResponseData.*highWatermark=\d+", bump("highWatermark"), 50),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_a_log_with_one_line_edited_does_not_validate_and_the_report_names_the_line(name, tmp_path):
+    node, pattern, change, nth = EDITS[name]
+    copy, line = edited(tmp_path, KAFKA_43, node, pattern, change, nth)
+    validation = validate_logs([copy], "kafka-4.3")
+    assert not validation.valid
+    assert (validation.first.node, validation.first.line) == (node, line)
+    assert validation.first.possible  # the states that were still possible, each with what it would have logged
+
+
+def test_a_second_vote_granted_in_one_epoch_does_not_validate(tmp_path):
+    """After granting candidate X its vote of an epoch, the voter logs a request of another
+    candidate of that epoch, and grants that too (two lines put in after the first grant)."""
+    copy = tmp_path / KAFKA_43.name
+    shutil.copytree(KAFKA_43, copy)
+    path = copy / "node-1" / "server.log.gz"
+    with gzip.open(path, "rt") as text:
+        lines = text.read().splitlines(keepends=True)
+    grant = next(i for i, line in enumerate(lines) if re.search(r"Sent response .*voteGranted=true.*preVote=false", line))
+    candidate = int(re.search(r"replicaId=(\d+)", lines[grant])[1])
+    other = next(v for v in (2, 3) if v != candidate)
+    correlation = re.search(r"to inbound request InboundRequest\(.*?correlationId=(\d+)", lines[grant])[1]
+    asked = next(i for i in range(grant, -1, -1) if "Received inbound message InboundRequest" in lines[i] and f"correlationId={correlation}," in lines[i])
+    lines[grant + 1 : grant + 1] = [line.replace(f"replicaId={candidate},", f"replicaId={other},") for line in (lines[asked], lines[grant])]
+    with gzip.open(path, "wt") as text:
+        text.write("".join(lines))
+    validation = validate_logs([copy], "kafka-4.3")
+    assert (validation.first.node, validation.first.line) == (1, grant + 3)
+    assert "VoteGranted=False" in validation.first.possible[0].instead
+
+
+def test_a_response_edited_on_the_receiving_side_only_is_received_but_never_sent(tmp_path):
+    """A refused vote the candidate says it got (the model takes either answer): its voter never sent it."""
+    copy, line = edited(tmp_path, KAFKA_43, 2, r"Received inbound message InboundResponse.*VoteResponseData.*voteGranted=true",
+                        lambda text: text.replace("voteGranted=true", "voteGranted=false"))  # fmt: skip
+    validation = validate_logs([copy], "kafka-4.3")
+    assert [(u.node, u.line) for u in validation.unlinked] == [(2, line)]
+    assert not validation.valid
+
+
+KRAFTCHECK = [sys.executable, "-m", "conformance.cli"]
+
+
+def test_the_command_exits_0_1_2_and_prints_json(tmp_path):
+    done = subprocess.run([*KRAFTCHECK, "validate", str(KAFKA_43), "--profile", "kafka-4.3", "--json", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["valid"] is True and report["profile"] == "kafka-4.3" and report["voters"] == [1, 2, 3]
+    failed = subprocess.run([*KRAFTCHECK, "validate", str(KAFKA_362), "--profile", "kafka-3.7", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 1 and "## Not explained: node 2, line" in failed.stdout and "PROGRESS-1" in failed.stdout
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "other.log").write_text("nothing of Kafka's here\n")
+    for arguments, says in [
+        ([str(tmp_path / "missing")], "no such file or directory"),
+        ([str(tmp_path / "empty")], "no node-N/server.log"),
+        ([str(tmp_path / "other.log"), "--profile", "kafka-4.3"], "no line of Kafka's raft client"),
+        ([str(KAFKA_43)], "no --profile given"),
+        ([str(KAFKA_43), "--profile", "kafka-9.9"], "unknown profile"),
+        ([str(KAFKA_43), "--profile", "kafka-4.3", "--fill", "11"], "--fill is 0 to 10"),
+    ]:
+        done = subprocess.run([*KRAFTCHECK, "validate", *arguments, "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert (done.returncode, done.stdout) == (2, ""), arguments
+        assert says in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_node_logs_given_as_files_are_told_apart_by_their_own_lines(tmp_path):
+    for node in (1, 2, 3):
+        shutil.copy(KAFKA_37 / f"node-{node}" / "server.log.gz", tmp_path / f"controller-{node}.log.gz")
+    validation = validate_logs(sorted(tmp_path.iterdir()), "kafka-3.7")
+    assert sorted(validation.logs) == [1, 2, 3] and validation.valid
+    with pytest.raises(ValidationError, match="a second log of node 1"):
+        validate_logs([tmp_path / "controller-1.log.gz", tmp_path / "controller-1.log.gz"], "kafka-3.7")
+
+
+def test_links_match_messages_by_their_fields_not_their_correlation_ids():
+    logs = {node: read(node, gzip.open(KAFKA_37 / f"node-{node}" / "server.log.gz", "rt")) for node in (1, 2, 3)}
+    linked, missing = links.unlinked(logs)
+    received = [o for log in logs.values() for o in log.observations if isinstance(o, Received) or (isinstance(o, Replied) and not o.wire)]
+    from_clients = [o for o in received if o.source == -1]  # DescribeQuorum from kraftcheck's admin client: nobody's log to match
+    assert from_clients and all(type(o.message).__name__ == "DescribeQuorumRequest" for o in from_clients)
+    assert (linked, missing) == (len(received) - len(from_clients), ())
