@@ -504,8 +504,10 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--profile", metavar="NAME", help="the model profile to judge by (default: the release's, from the run's summary.json)")
     validate.add_argument("--fill", type=int, default=3, metavar="N", help="unlogged steps tried before an observation nothing else explains (default 3)")
     validate.add_argument("--slack-ms", type=int, default=1000, metavar="MS", help="how late a leader's check-quorum timer may fire (default 1000)")
+    validate.add_argument("--runs", action="store_true", help="each PATH is a run directory of its own: a verdict per run (with --engine spark, one task per run)")
     validate.add_argument("--json", action="store_true", help="print the validation as JSON")
     validate.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_engine_options(validate, "the validation of many runs (--runs)")
     validate.set_defaults(run=command("validate", "run_validate"))
     point_at_guides(commands)
     return parser

@@ -240,3 +240,29 @@ def test_links_match_messages_by_their_fields_not_their_correlation_ids():
     from_clients = [o for o in received if o.source == -1]  # DescribeQuorum from kraftcheck's admin client: nobody's log to match
     assert from_clients and all(type(o.message).__name__ == "DescribeQuorumRequest" for o in from_clients)
     assert (linked, missing) == (len(received) - len(from_clients), ())
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="no java on PATH: Spark cannot start (scripts/bootstrap installs it)")
+def test_many_runs_get_a_verdict_each_and_spark_gives_the_same_with_a_task_per_run(tmp_path):
+    """--runs: the 3.7.2 run validates, the 3.6.2 one does not (its leader past its deadline), a
+    directory without logs cannot be read (exit 2). On Spark, local[2] and three runs, more tasks
+    than cores: the same verdicts, the same figures, but for the time each took."""
+    (tmp_path / "nothing").mkdir()
+    runs = [str(KAFKA_37), str(KAFKA_362), str(tmp_path / "nothing")]
+    base = [*KRAFTCHECK, "validate", "--runs", *runs, "--profile", "kafka-3.7", "--json", "--quiet"]
+    here = subprocess.run(base, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert here.returncode == 2, here.stderr
+    verdicts = json.loads(here.stdout)
+    assert [(v["run"], v["valid"], v["error"] is None) for v in verdicts] == [(runs[0], True, True), (runs[1], False, True), (runs[2], False, False)]
+    assert verdicts[1]["validation"]["nodes"][1]["unexplained"]["why"].startswith("PROGRESS-1")
+    on_spark = subprocess.run([*base, "--engine", "spark", "--spark-master", "local[2]"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert on_spark.returncode == 2, on_spark.stderr
+
+    def timeless(found: list) -> list:
+        return [v | {"validation": v["validation"] and {k: x for k, x in v["validation"].items() if k != "seconds"}} for v in found]
+
+    assert timeless(json.loads(on_spark.stdout)) == timeless(verdicts)
+    table = subprocess.run([*KRAFTCHECK, "validate", "--runs", runs[0], runs[1], "--profile", "kafka-3.7", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert table.returncode == 1 and "1 of 2 validated." in table.stdout and "(PROGRESS-1)" in table.stdout
+    refused = subprocess.run([*KRAFTCHECK, "validate", str(KAFKA_37), "--spark-master", "local[2]", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert (refused.returncode, refused.stdout) == (2, "") and "--spark-master needs --engine spark" in refused.stderr

@@ -1,6 +1,7 @@
 """`kraftcheck validate`: a Kafka quorum's own logs explained by the model (conformance/validate/)."""
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -8,7 +9,9 @@ from pathlib import Path
 import msgspec
 from tabulate import tabulate
 
-from conformance.validate.validation import Validation, ValidationError, validate_logs
+from conformance.spark.session import SparkUnavailable, spark_options, spark_session
+from conformance.validate.validation import RunVerdict, Validation, ValidationError, validate_logs, validate_runs
+from model.config import ConfigError
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -16,6 +19,13 @@ def run_validate(args: argparse.Namespace) -> int:
         print("kraftcheck: --fill is 0 to 10 steps, --slack-ms 0 to 600000", file=sys.stderr)
         return 2
     say = (lambda line: print(f"kraftcheck: {line}", file=sys.stderr, flush=True)) if not args.quiet else None
+    try:
+        spark = spark_options(args)
+    except ConfigError as error:
+        print(f"kraftcheck: {error}", file=sys.stderr)
+        return 2
+    if args.runs or spark:
+        return run_many(args, spark, say)
     try:
         validation = validate_logs([Path(p) for p in args.paths], args.profile, args.fill, args.slack_ms, say)
     except (ValidationError, OSError) as error:
@@ -26,6 +36,44 @@ def run_validate(args: argparse.Namespace) -> int:
     else:
         print(report(validation), end="")
     return 0 if validation.valid else 1
+
+
+def run_many(args: argparse.Namespace, spark, say) -> int:
+    """--runs: each PATH a run directory of its own, one verdict each (one Spark task each)."""
+    runs = [Path(p) for p in args.paths]
+    if missing := [str(p) for p in runs if not p.is_dir()]:
+        print(f"kraftcheck: --runs takes run directories; not one: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    try:
+        with spark_session(spark, app="kraftcheck validate") if spark else contextlib.nullcontext() as on_spark:
+            verdicts = validate_runs(runs, args.profile, args.fill, args.slack_ms, on_spark, say)
+    except SparkUnavailable as error:
+        print(f"kraftcheck: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps([msgspec.to_builtins(v) | {"valid": bool(v.validation and v.validation.valid)} for v in verdicts], indent=2))
+    else:
+        print(runs_report(verdicts), end="")
+    if any(v.error for v in verdicts):
+        return 2
+    return 0 if all(v.validation.valid for v in verdicts) else 1
+
+
+def runs_report(verdicts: list[RunVerdict]) -> str:
+    """A line per run: its verdict and figures, the first unexplained line where there is one."""
+    rows = []
+    for verdict in verdicts:
+        v = verdict.validation
+        if v is None:
+            rows.append((verdict.run, "-", "-", "cannot be read: " + (verdict.error or "")))
+            continue
+        first = v.first
+        rule = first.why.split(":")[0] if first and first.why[:1].isupper() and ":" in first.why else ""
+        said = "validated" if v.valid else f"node {first.node}, line {first.line}: {first.observation}{f' ({rule})' if rule else ''}" if first else f"{len(v.unlinked)} received but never sent"
+        rows.append((verdict.run, v.profile, f"{v.observations:,}", said))
+    valid = sum(1 for v in verdicts if v.validation and v.validation.valid)
+    table = tabulate(rows, headers=("run", "profile", "observations", "verdict"), tablefmt="github")
+    return f"# Validation of {len(verdicts)} runs\n\n{table}\n\n{valid} of {len(verdicts)} validated.\n"
 
 
 def report(validation: Validation) -> str:

@@ -1,5 +1,6 @@
 """`kraftcheck validate`: a run's node logs found, read, searched and linked, into one verdict."""
 
+import functools
 import gzip
 import json
 import re
@@ -142,3 +143,37 @@ def validate_logs(
         outside=sum(r.outside for r in results), unreadable=tuple(u for log in read.values() for u in log.unreadable), linked=linked, unlinked=unlinked,
         check_quorum_ms=check_quorum, seconds=time.perf_counter() - started, nodes=results,
     )  # fmt: skip
+
+
+class RunVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    """One run of many (`--runs`): its validation, or why it could not be validated."""
+
+    run: str
+    validation: Validation | None
+    error: str | None
+
+
+def validate_run(run: tuple[str, str], profile: str | None, fill: int, slack_ms: int) -> RunVerdict:
+    """One run directory (as named, and its absolute path), as one task: a run that cannot be
+    read is an error of its own, not the batch's."""
+    named, path = run
+    try:
+        return RunVerdict(run=named, validation=validate_logs([Path(path)], profile, fill, slack_ms), error=None)
+    except (ValidationError, OSError) as error:
+        return RunVerdict(run=named, validation=None, error=str(error))
+
+
+def validate_runs(runs: list[Path], profile: str | None, fill: int, slack_ms: int, on_spark=None, progress: Callable[[str], None] | None = None) -> list[RunVerdict]:
+    """Many runs (a night's worth of fault runs): one after another here, or on Spark one task
+    per run (`on_spark`: a conformance.spark.session.SparkRun; every executor must reach the
+    run directories, a shared file system on a cluster). The verdicts in the order given."""
+    names = [(str(run), str(run.resolve())) for run in runs]
+    if on_spark is None:
+        verdicts = []
+        for name in names:
+            verdicts.append(validate_run(name, profile, fill, slack_ms))
+            if progress:
+                progress(f"{len(verdicts)}/{len(names)} runs validated")
+        return verdicts
+    task = functools.partial(validate_run, profile=profile, fill=fill, slack_ms=slack_ms)
+    return on_spark.session.sparkContext.parallelize(names, len(names)).map(task).collect()
