@@ -5,9 +5,12 @@ a few times and prints observations, wall time and observations per second on on
 edits one line at a time, --edits times (seeded): a number in a message, a transition, an append
 or a log end moved by one, or a vote's grant flipped, in a field kraftcheck reads; and counts the edits the validation
 catches at the very line edited (by the model search or by the message links), elsewhere, or
-not at all, listing the ones not caught at their line.
+not at all, listing the ones not caught at their line. Last, the seeded bugs (adapters/mutants.py): for each, random walks of
+the cluster model with one node stepping as the mutant, written as Kafka logs
+(tests/kafka_logs.py), until the mutant takes a step the model does not allow; the line it
+departs at and the first line the validation does not explain.
 
-    .venv/bin/python benchmarks/validate_logs.py [--run DIR] [--profile P] [--edits N] [--seed N]
+    .venv/bin/python benchmarks/validate_logs.py [--run DIR] [--profile P] [--edits N] [--seed N] [--walks N]
 """
 
 import argparse
@@ -22,10 +25,14 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from adapters.mutants import MUTANTS
 from conformance.validate import observations
 from conformance.validate.validation import node_logs, open_log, run_profile, validate_logs
+from model.config import ClusterConfig
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from kafka_logs import walk  # noqa: E402 (a test helper: model runs written as Kafka logs)
 DEFAULT_RUN = ROOT / "tests" / "data" / "validate" / "kafka-4.3.1-faults"
 READ_KINDS = ("Completed transition to", "Received inbound message", "Sent response", "Sent outbound request", "Leader appended records", "Follower end offset updated")
 NUMBERS = re.compile(r"\b(epoch|leaderEpoch|candidateEpoch|replicaEpoch|currentLeaderEpoch|leaderId|fetchOffset|lastFetchedEpoch|lastOffsetEpoch|lastOffset|highWatermark|offset|errorCode)=(-?\d+)")
@@ -57,6 +64,7 @@ def main() -> int:
     parser.add_argument("--profile", default=None)
     parser.add_argument("--edits", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--walks", type=int, default=12, help="seeds tried per mutant, each with the mutant at each node (default 12)")
     args = parser.parse_args()
     profile = args.profile or run_profile([args.run]) or "kafka-4.3"
     timings = []
@@ -113,7 +121,31 @@ def main() -> int:
     if not_at_line:
         print()
         print(tabulate(not_at_line, headers=("node", "line", "edit", "verdict", "the line"), tablefmt="github"))
+    print()
+    print(tabulate(mutant_walks(args.walks), headers=("mutant", "walk (seed, node)", "departs at line", "first unexplained"), tablefmt="github"))
     return 0
+
+
+def mutant_walks(walks: int) -> list[tuple]:
+    """Per KRaft mutant, the first walk it departs in, where, and what the validation says."""
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, mutant in MUTANTS.items():
+            if mutant.system != "kraft":
+                continue
+            row = (name, "-", "-", "never departs in these walks")
+            for seed, node in ((seed, node) for seed in range(walks) for node in (1, 2, 3)):
+                run = Path(scratch) / f"{name}-{seed}-{node}"
+                walked = walk(ClusterConfig(voters=(1, 2, 3)), run, seed, 200, odd=(node, mutant.step))
+                if walked.departed_at is None:
+                    continue
+                validation = validate_logs([run], "kip595")
+                first = validation.first
+                said = "VALIDATED" if validation.valid else f"node {first.node}, line {first.line}: {first.why}" if first else "received but never sent"
+                row = (name, f"{seed}, {node}", walked.line, said)
+                break
+            rows.append(row)
+    return rows
 
 
 if __name__ == "__main__":

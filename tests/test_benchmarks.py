@@ -109,7 +109,7 @@ def test_the_cluster_benchmark_runs_a_real_quorum_and_times_its_checks(tmp_path)
 
 
 def test_the_log_validation_benchmark_prints_speed_and_the_edits_caught():
-    command = [sys.executable, str(ROOT / "benchmarks" / "validate_logs.py"), "--edits", "6", "--seed", "1"]
+    command = [sys.executable, str(ROOT / "benchmarks" / "validate_logs.py"), "--edits", "6", "--seed", "1", "--walks", "2"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in result.stdout.split("\n\n")[0].splitlines()[2:]}
@@ -117,3 +117,6 @@ def test_the_log_validation_benchmark_prints_speed_and_the_edits_caught():
     assert float(rows["observations a second, one core"].replace(",", "")) > 0
     counts = [int(rows[name]) for name in ("caught at the line edited", "caught at another line", "not caught")]
     assert sum(counts) == 6 and counts[0] >= 1
+    mutants = [line for line in result.stdout.split("\n\n")[-1].splitlines()[2:]]
+    assert len(mutants) >= 20 and not any("VALIDATED" in line for line in mutants)
+    assert sum("no state" in line for line in mutants) >= 8  # the mutants that depart within two walks each, caught

@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from adapters.mutants import MUTANTS
 from conformance.validate import links
 from conformance.validate.java_text import JavaTextError, read_value
 from conformance.validate.observations import Answered, Received, RecordsSeen, Replied, Sent, read
 from conformance.validate.validation import ValidationError, validate_logs
+from kafka_logs import walk
+from model.config import ClusterConfig
 from model.messages import EndQuorumEpochRequest, EpochEndOffset, FetchRequest, FetchResponse, LeaderIdAndEpoch, VoteRequest, VoteResponse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -266,3 +269,40 @@ def test_many_runs_get_a_verdict_each_and_spark_gives_the_same_with_a_task_per_r
     assert table.returncode == 1 and "1 of 2 validated." in table.stdout and "(PROGRESS-1)" in table.stdout
     refused = subprocess.run([*KRAFTCHECK, "validate", str(KAFKA_37), "--spark-master", "local[2]", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert (refused.returncode, refused.stdout) == (2, "") and "--spark-master needs --engine spark" in refused.stderr
+
+
+@pytest.mark.parametrize("profile", ["kip595", "kafka-3.7", "kafka-3.9", "kafka-4.3"])
+def test_every_model_walk_logged_as_kafka_logs_validates(profile, tmp_path):
+    """Soundness: random walks of the cluster model (a kill and a restart, client appends, lost
+    messages), each node's steps written as Kafka 4.3 logs them (tests/kafka_logs.py): the
+    validation explains every line of every one."""
+    for seed in range(12):
+        run = tmp_path / str(seed)
+        walked = walk(ClusterConfig(voters=(1, 2, 3), profile=profile), run, seed, 250)
+        validation = validate_logs([run], profile)
+        assert validation.valid, (seed, walked, validation.first, validation.unlinked[:3])
+        assert validation.explained > 100
+
+
+def test_a_mutant_node_s_logs_do_not_validate_from_the_step_it_departs_at(tmp_path):
+    """Power: node N of a walk steps with a mutant (adapters/mutants.py, the seeded bugs), the
+    others with the model. Wherever the mutant takes a step no outcome of the model's matches,
+    the validation fails, on that node, at that step's lines or after (a departure that changes
+    the state alone shows when the state is next seen)."""
+    departed = {}
+    for name, mutant in MUTANTS.items():
+        if mutant.system != "kraft":
+            continue
+        for seed, node in ((seed, node) for seed in range(12) for node in (1, 2, 3)):
+            run = tmp_path / f"{name}-{seed}-{node}"
+            walked = walk(ClusterConfig(voters=(1, 2, 3)), run, seed, 200, odd=(node, mutant.step))
+            if walked.departed_at is None:
+                shutil.rmtree(run)
+                continue
+            validation = validate_logs([run], "kip595")
+            assert not validation.valid, (name, seed, node, walked)
+            first = validation.first
+            assert first is not None and first.node == node and first.line >= walked.line, (name, seed, node, walked, first)
+            departed[name] = (seed, node)
+            break
+    assert len(departed) >= 12, sorted(departed)
