@@ -29,6 +29,7 @@ ORDER = (
     ("conformance.certify",),
     ("conformance.scenario",),
     ("conformance.cluster",),
+    ("conformance.validate",),
     ("conformance.commands",),
     ("conformance.cli",),
     ("conformance",),  # the package itself: a docstring

@@ -41,8 +41,8 @@ from conformance.validate.observations import (
 from model import log as logs
 from model.choices import allowed_transitions
 from model.config import ClusterConfig, NodeConfig, profile as profile_options
-from model.events import Answer, ClientAppend, Crash, Request, Response, Restart, Send, Timer
-from model.messages import REQUEST_TYPES, FetchRequest, FetchResponse, as_carried
+from model.events import Answer, ClientAppend, Crash, Request, Response, Restart, Send, Timer, TimerKind
+from model.messages import REQUEST_TYPES, FetchRequest, FetchResponse, as_carried, carried
 from model.node import armed_timers, initial_state, step
 from model.state import NodeState, Role
 
@@ -143,6 +143,7 @@ class NodeSearch:
         self.states = [Hypothesis(initial_state(config), (), False)]
         self.requests: dict[tuple[int, int], object] = {}  # (run, correlation) -> request sent
         self.unanswered: Counter = Counter()  # (source, request) received and not yet answered
+        self.received_at: dict[tuple[int, object], float] = {}  # (source, request) -> when it last came
         self.run = 0
         self.position = 0
         self.explained = self.filled = self.outside = 0
@@ -180,6 +181,7 @@ class NodeSearch:
             self.unanswered.clear()
         if isinstance(observation, Received):
             self.unanswered[(observation.source, observation.message)] += 1
+            self.received_at[(observation.source, observation.message)] = observation.wall
         if isinstance(observation, Answered):
             asked = (observation.destination, observation.request)
             if not self.unanswered[asked]:
@@ -228,16 +230,59 @@ class NodeSearch:
         return found
 
     def explainer(self, observation: Observation) -> Callable[[Hypothesis], list[Hypothesis]]:
-        config = self.config
         if isinstance(observation, INPUTS):
-            def settled(hypothesis: Hypothesis) -> bool:
-                return not hypothesis.unlogged
+            explain = self.input_explainer(observation)
+            return lambda h: [found for before in self.waits_run_out(h, observation.wall) for found in explain(before)]
+        return self.output_explainer(observation)
 
+    def waits_run_out(self, hypothesis: Hypothesis, now: float) -> list[Hypothesis]:
+        """The hypothesis, and as well each one in which held Fetches whose wait has run out by
+        `now` were answered first, oldest first (their FETCH_WAIT timer). Kafka's expiration thread
+        answers them while the raft thread goes on, so the answer may be logged after the next
+        input though it was decided before it; the node's own clock says which waits are over."""
+        found = [hypothesis]
+        current = hypothesis
+        for held in hypothesis.state.held or ():
+            came = self.received_at.get((held.source, held.request))
+            if came is None or came + carried(held.request, "MaxWaitMs") / 1000 > now:
+                break
+            current = next(iter(self.stepped(current, Timer(kind=TimerKind.FETCH_WAIT))), None)
+            if current is None:
+                break
+            found.append(current)
+        return found
+
+    def input_explainer(self, observation: Observation) -> Callable[[Hypothesis], list[Hypothesis]]:
+        """An input steps each state that owes no transition line (Kafka logs its transitions as it takes them)."""
+        config = self.config
         if isinstance(observation, Started):
             def started(h: Hypothesis) -> list[Hypothesis]:
                 down = [Hypothesis(c.state, (), False) for c in self.stepped(h, Crash())]  # a kill or a stop: what it owed is gone
                 return [s._replace(unlogged=False) for d in down for s in self.stepped(d, Restart()) if agrees(config, s.state, observation.view)]
             return started
+        if isinstance(observation, Received):
+            return lambda h: [] if h.unlogged else self.stepped(h, Request(source=observation.source, message=observation.message))
+        if isinstance(observation, Replied):
+            request = self.requests.get((self.run, observation.correlation))
+            if request is None:
+                return lambda h: []
+            message = self.with_records(observation, request)
+            return lambda h: [] if h.unlogged else self.stepped(h, Response(source=observation.source, message=message, request=request))
+
+        def appended(h: Hypothesis) -> list[Hypothesis]:
+            end = len(h.state.log)
+            if observation.end <= observation.base or h.unlogged or not observation.base <= end <= observation.end or h.state.role != Role.LEADER or h.state.epoch != observation.epoch:
+                return []
+            found = [h]
+            for value in range(end, observation.end):  # a batch of records: one client append each
+                found = [s for f in found for s in self.stepped(f, ClientAppend(value=value))]
+            return found
+
+        return appended
+
+    def output_explainer(self, observation: Observation) -> Callable[[Hypothesis], list[Hypothesis]]:
+        """An output, a transition or a log end must be the state's own."""
+        config = self.config
         if isinstance(observation, Entered):
             def entered(h: Hypothesis) -> list[Hypothesis]:
                 if agrees(config, h.state, observation.view):
@@ -245,14 +290,6 @@ class NodeSearch:
                 # Kafka may log a step through two roles (unattached in a newer epoch, then following) where the model takes one.
                 return [h] if h.unlogged and observation.view.epoch <= h.state.epoch else []
             return entered
-        if isinstance(observation, Received):
-            return lambda h: self.stepped(h, Request(source=observation.source, message=observation.message)) if settled(h) else []
-        if isinstance(observation, Replied):
-            request = self.requests.get((self.run, observation.correlation))
-            if request is None:
-                return lambda h: []
-            message = self.with_records(observation, request)
-            return lambda h: self.stepped(h, Response(source=observation.source, message=message, request=request)) if settled(h) else []
         if isinstance(observation, (Answered, Sent)):
             def owed(h: Hypothesis) -> list[Hypothesis]:
                 for index, output in enumerate(h.owed):
@@ -262,16 +299,6 @@ class NodeSearch:
                         return [h._replace(owed=h.owed[:index] + h.owed[index + 1 :])]
                 return []
             return owed
-        if isinstance(observation, Appended):
-            def appended(h: Hypothesis) -> list[Hypothesis]:
-                end = len(h.state.log)
-                if observation.end <= observation.base or h.unlogged or not observation.base <= end <= observation.end or h.state.role != Role.LEADER or h.state.epoch != observation.epoch:
-                    return []
-                found = [h]
-                for value in range(end, observation.end):  # a batch of records: one client append each
-                    found = [s for f in found for s in self.stepped(f, ClientAppend(value=value))]
-                return found
-            return appended
         if isinstance(observation, Replicated):
             return lambda h: [h] if len(h.state.log) == observation.end and logs.last_epoch(h.state.log) == observation.epoch else []
         raise TypeError(f"no explanation for {type(observation).__name__}")
