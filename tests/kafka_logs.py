@@ -14,7 +14,7 @@ import msgspec
 from model import log as logs
 from model import network
 from model.choices import outcomes
-from model.cluster import Append, Bounds, Cluster, CrashNode, Deliver, Drop, event_of, outgoing
+from model.cluster import Bounds, Cluster, Deliver, Drop, counted, event_of, outgoing
 from model.config import ClusterConfig
 from model.events import Answer, ClientAppend, Request, Response, Restart, Send
 from model.messages import (
@@ -224,12 +224,7 @@ def walk(config: ClusterConfig, directory: Path, seed: int, steps: int, odd: tup
             bag = network.add(bag, envelope)
             queues[(envelope.source, envelope.destination)].append(envelope)
         members = state.nodes[:index] + (transition.state,) + state.nodes[index + 1 :]
-        history = state.history
-        if type(action) is Append:
-            history = msgspec.structs.replace(history, appended=history.appended + 1)
-        if type(action) is CrashNode:
-            history = msgspec.structs.replace(history, crashes=history.crashes + 1)
-        state = msgspec.structs.replace(state, nodes=members, network=bag, history=history)
+        state = msgspec.structs.replace(state, nodes=members, network=bag, history=counted(state.history, action))
     writer.write(directory)
     line = writer.first_line.get(departed) if departed is not None else None
     return Walk(steps=number + 1, departed_at=departed, line=line)

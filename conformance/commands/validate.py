@@ -10,6 +10,7 @@ import msgspec
 from tabulate import tabulate
 
 from conformance.spark.session import SparkUnavailable, spark_options, spark_session
+from conformance.validate.search import MAX_STATES
 from conformance.validate.validation import RunVerdict, Validation, ValidationError, validate_logs, validate_runs
 from model.config import ConfigError
 
@@ -91,6 +92,10 @@ def report(validation: Validation) -> str:
         f"{validation.linked:,} messages received matched to their sender's line; "
         f"check-quorum timeout {'not applied: the profile has none' if validation.check_quorum_ms is None else f'{validation.check_quorum_ms:,} ms'}.", "",
     ]  # fmt: skip
+    crowded = [r.node for r in validation.nodes if r.most_states > MAX_STATES]
+    if crowded:
+        lines += [f"Nodes {', '.join(map(str, crowded))} had more than {MAX_STATES} model states at once; the search kept the first {MAX_STATES}, "
+                  "so an unexplained line there may be one a state it dropped would explain.", ""]  # fmt: skip
     first = validation.first
     if first is None and not validation.unlinked:
         lines += ["Validated: every logged event of every node is explained by an execution of the model, and every message one node says it received, its sender logged.", ""]

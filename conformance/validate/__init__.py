@@ -1,0 +1,1 @@
+"""Validation of an implementation's own logs against the model: observations read, searched, linked."""

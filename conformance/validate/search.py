@@ -169,9 +169,8 @@ class NodeSearch:
         self.order = order
         overdue = self.deadline.overdue(self.config, self.states[0].state, observation) if self.deadline else None
         if overdue:
-            instead = f"resigned of epoch {self.states[0].state.epoch} by then (its check-quorum timer fired: KafkaRaftClient.pollLeader)"
-            possible = tuple(Possible(state=describe(self.config, h), instead=instead) for h in self.states)
-            self.unexplained = Unexplained(node=self.config.node_id, line=observation.line, observation=summary(observation), why=overdue, possible=possible)
+            resigned = f"resigned of epoch {self.states[0].state.epoch} by then (its check-quorum timer fired: KafkaRaftClient.pollLeader)"
+            self.unexplained = self.failure(observation, overdue, resigned)
             return
         if isinstance(observation, Outside):
             self.outside += 1
@@ -220,13 +219,14 @@ class NodeSearch:
         before = view_of(self.config, hypothesis.state)
         for outcome in allowed_transitions(step, self.config, hypothesis.state, event):
             after = outcome.transition.state
-            changed = view_of(self.config, after)[:2] != before[:2]
+            seen = view_of(self.config, after)
+            changed = seen[:2] != before[:2]
             owed = hypothesis.owed
             if changed:  # a request of the role it left will not be sent any more
                 owed = tuple(o for o in owed if type(o) is Answer or type(o.message) not in REQUEST_TYPES)
             # A request owed already is owed once (sent again, it is the same request); every answer is owed.
             owed += tuple(o for o in outcome.transition.outputs if type(o) is Answer or (type(o) is Send and (type(o.message) not in REQUEST_TYPES or o not in owed)))
-            found.append(Hypothesis(after, owed, hypothesis.unlogged or view_of(self.config, after) != before))
+            found.append(Hypothesis(after, owed, hypothesis.unlogged or seen != before))
         return found
 
     def explainer(self, observation: Observation) -> Callable[[Hypothesis], list[Hypothesis]]:
@@ -320,7 +320,9 @@ class NodeSearch:
         start = request.FetchOffset
         return msgspec.structs.replace(response, Records=leader_log[start : max(end, start + 1)])
 
-    def failure(self, observation: Observation, reason: str = "") -> Unexplained:
+    def failure(self, observation: Observation, reason: str = "", instead: str = "") -> Unexplained:
+        """The observation no state explains: why, and each state with what it would have logged
+        instead (`instead`, where one thing holds for all)."""
         why = reason or {
             Started: "no state restarts into the state it logged",
             Entered: "no state is in the role, epoch, leader and vote it logged",
@@ -331,7 +333,7 @@ class NodeSearch:
             Appended: "no state leads this epoch with its log ending within the batch",
             Replicated: "no state's log ends at this offset and epoch",
         }[type(observation)]
-        possible = tuple(Possible(state=describe(self.config, h), instead=self.instead(h, observation)) for h in self.states)
+        possible = tuple(Possible(state=describe(self.config, h), instead=instead or self.instead(h, observation)) for h in self.states)
         return Unexplained(node=self.config.node_id, line=observation.line, observation=summary(observation), why=why, possible=possible)
 
     def instead(self, hypothesis: Hypothesis, observation: Observation) -> str:
