@@ -48,6 +48,14 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "A fetcher truncates on DivergingEpoch under either code",
         ),
         ChoicePoint(
+            "FETCH-REQ-3A",
+            "a Fetch whose LastFetchedEpoch is below every epoch of the leader's log: the Epoch of its DivergingEpoch",
+            ("zero", "last-fetched-epoch"),
+            "step 3 sets DivergingEpoch to the largest epoch below LastFetchedEpoch, and the leader has none; either names offset 0, the "
+            "start of the leader's first epoch, so the fetcher truncates its whole log: Epoch 0, or LastFetchedEpoch itself, as Kafka's "
+            "server log answers an epoch below its first (LeaderEpochFileCache.endOffsetFor)",
+        ),
+        ChoicePoint(
             "VOTER-ONLY-1",
             "an observer receiving BeginQuorumEpoch",
             ("reject", "follow"),
@@ -101,6 +109,16 @@ CHOICE_POINTS: dict[str, ChoicePoint] = {
             "the KIP's backoff before the next election is random, up to quorum.election.backoff.max.ms; a draw of 0 stands again at once, "
             "one shorter than the request timeout when the request timer fires",
             EACH_TIME,
+        ),
+        ChoicePoint(
+            "ELECT-2B",
+            "a prospective (Options.pre_vote) that knows no leader, out of time before a majority answered: what it does",
+            ("ask-again", "unattached-first"),
+            "KIP-996's prospective gives up on its election timeout; without a leader to go back to it may ask again at once, or wait "
+            "unattached in its epoch, its vote kept, and stand again on its election timer (Kafka: transitionToUnattached with the "
+            "timer already run out, so the next poll stands again, after any message already queued)",
+            EACH_TIME,
+            "ELECT-2",
         ),
         ChoicePoint(
             "VOTE-REQ-3A",

@@ -345,7 +345,12 @@ class Pin(NamedTuple):
 # Kafka's choice but the wire's: which of two identical requests a response answers. COMMON-3 stays open too: Kafka follows what a Vote response names
 # (maybeHandleCommonResponse runs before handleVoteResponse looks at the role), but the Fetch an
 # unattached voter then sends waits for a ready connection (RequestManager.isReady), so at that
-# step its outputs are the candidate-only reading's.
+# step its outputs are the candidate-only reading's. FETCH-REQ-3A is the log's answer, not the
+# client's: ReplicatedLog.validateOffsetAndEpoch -> endOffsetForEpoch, which the server's log
+# (KafkaMetadataLog over LeaderEpochFileCache.endOffsetFor) answers last-fetched-epoch and the
+# raft module's MockLog zero. ELECT-2B (4.x) stays open: prospectiveTransitionAfterElectionLoss
+# goes unattached with its election timer run out, so the next poll stands again, and what the
+# poll between handles depends on what was queued.
 _KAFKA_PINS = {
     "FETCH-REQ-5": Pin("epoch-first", "KafkaRaftClient.validateLeaderOnlyRequest: FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, then NOT_LEADER_OR_FOLLOWER"),
     "FETCH-REQ-3": Pin("none", "KafkaRaftClient.tryCompleteFetchRequest: buildFetchResponse(Errors.NONE, ...) with the DivergingEpoch set"),

@@ -51,8 +51,9 @@ def handle_fetch_request(config: NodeConfig, state: NodeState, source: int, requ
     if not consistent:
         below = config.options.diverging_epoch == "below"
         diverging = logs.end_offset_for_epoch(leader.log, request.LastFetchedEpoch, strictly_below=below)
-        if diverging == logs.NO_EPOCH:
-            diverging = replace(diverging, Epoch=0, EndOffset=0)
+        if diverging == logs.NO_EPOCH:  # no epoch at or below the fetcher's: truncate from offset 0
+            below_first = bool(leader.log) and config.choices.pick("FETCH-REQ-3A") == "last-fetched-epoch"
+            diverging = replace(diverging, Epoch=request.LastFetchedEpoch if below_first else 0, EndOffset=0)
         code = errors.OFFSET_OUT_OF_RANGE if config.choices.pick("FETCH-REQ-3") == "offset-out-of-range" else errors.NONE
         return answer(leader, rules + ("FETCH-REQ-3", "FETCH-REQ-3A", "LOG-2"), code, diverging=diverging)
 

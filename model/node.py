@@ -155,8 +155,9 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
             unattached, outputs = become_unattached(config, state, state.epoch, discover=True)
             return Transition(unattached, outputs, ("OBS-1", "OBS-2", "BOOT-4"))
     elif kind == TimerKind.ELECTION_TIMEOUT and role == Role.PROSPECTIVE:
-        # KIP-996: out of time, it follows the leader it knew again, or asks once more.
-        after, outputs = lose_pre_vote(config, state) if state.leader_id != -1 else become_prospective(config, state)
+        # KIP-996: out of time, it follows the leader it knew again; without one, asks once more or waits unattached (ELECT-2B).
+        gives_up = state.leader_id != -1 or config.choices.pick("ELECT-2B") == "unattached-first"
+        after, outputs = lose_pre_vote(config, state) if gives_up else become_prospective(config, state)
         return Transition(after, outputs, ("ELECT-2",))
     elif kind == TimerKind.ELECTION_TIMEOUT and role in (Role.CANDIDATE, Role.UNATTACHED, Role.RESIGNED):
         rule = {Role.CANDIDATE: "ELECT-2", Role.UNATTACHED: "ELECT-3", Role.RESIGNED: "RESIGN-1"}[role]

@@ -21,7 +21,7 @@ from conformance.validate.java_text import JavaTextError, read_value
 from conformance.validate.observations import Answered, Received, RecordsSeen, Replied, Sent, read
 from conformance.validate.validation import ValidationError, validate_logs
 from kafka_logs import walk
-from model.config import ClusterConfig
+from model.config import PINS, ClusterConfig, Pin
 from model.messages import EndQuorumEpochRequest, EpochEndOffset, FetchRequest, FetchResponse, LeaderIdAndEpoch, VoteRequest, VoteResponse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -325,20 +325,25 @@ def first_leaderless_prospective_timeout(lines: list[str]) -> int:
     raise AssertionError("no leaderless prospective timed out")
 
 
-def test_where_the_kafka_4_3_profile_departs_from_kafka_4_3_1_validation_says_so_at_the_line():
-    """Two places the kafka-4.3 profile reads otherwise than Kafka 4.3.1, each found by validating a
-    real run (kept here until the profile is fixed, when these runs must validate instead):
-    - a prospective whose election times out with no leader known asks again at once in the
-      profile; Kafka 4.3.1 goes unattached first (KafkaRaftClient.prospectiveTransitionAfterElectionLoss);
-    - a Fetch whose last epoch is below every epoch of the leader's log gets DivergingEpoch
-      (0, 0) in the profile; Kafka answers the fetcher's own epoch with the leader's first start
-      offset (LeaderEpochFileCache.endOffsetFor, no floor entry)."""
-    run = DATA / "kafka-4.3.1-prospective-timeout"
-    first = validate_logs([run], "kafka-4.3").first
-    assert (first.node, first.line) == (1, first_leaderless_prospective_timeout(node_lines(run, 1)))
+def test_two_runs_of_kafka_4_3_1_that_showed_the_profile_wrong_validate_and_each_reading_it_had_departs_at_its_line(monkeypatch):
+    """Two places where validating real runs showed the kafka-4.3 profile reading otherwise than
+    Kafka 4.3.1, now open choice points: a prospective whose election times out with no leader
+    known goes unattached first (ELECT-2B unattached-first: prospectiveTransitionAfterElectionLoss),
+    and a Fetch whose last epoch is below every epoch of the leader's log gets that epoch back
+    with offset 0 (FETCH-REQ-3A last-fetched-epoch: LeaderEpochFileCache.endOffsetFor). Both runs
+    validate; pinned to the profile's old reading, each fails at the line that showed it."""
+    timeout, diverging = DATA / "kafka-4.3.1-prospective-timeout", DATA / "kafka-4.3.1-diverging-below-earliest"
+    assert validate_logs([timeout], "kafka-4.3").valid and validate_logs([diverging], "kafka-4.3").valid
+
+    def pinned_to(point: str, alternative: str) -> None:
+        monkeypatch.setitem(PINS, "kafka-4.3", PINS["kafka-4.3"] | {point: Pin(alternative, "the reading the profile had")})
+
+    pinned_to("ELECT-2B", "ask-again")
+    first = validate_logs([timeout], "kafka-4.3").first
+    assert (first.node, first.line) == (1, first_leaderless_prospective_timeout(node_lines(timeout, 1)))
     assert first.observation.startswith("entered unattached") and all(p.state.startswith("prospective") for p in first.possible)
-    run = DATA / "kafka-4.3.1-diverging-below-earliest"
-    first = validate_logs([run], "kafka-4.3").first
-    answered = next(n for n, line in enumerate(node_lines(run, 2), 1) if "Sent response" in line and "divergingEpoch=EpochEndOffset(epoch=1, endOffset=0)" in line)
+    pinned_to("FETCH-REQ-3A", "zero")
+    first = validate_logs([diverging], "kafka-4.3").first
+    answered = next(n for n, line in enumerate(node_lines(diverging, 2), 1) if "Sent response" in line and "divergingEpoch=EpochEndOffset(epoch=1, endOffset=0)" in line)
     assert (first.node, first.line) == (2, answered)
     assert "DivergingEpoch=EpochEndOffset(Epoch=0, EndOffset=0)" in first.possible[0].instead
