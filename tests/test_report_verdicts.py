@@ -27,8 +27,8 @@ LACKS = "reference:lacks=OffsetsForLeaderEpoch"
 NEEDS = "needs OffsetsForLeaderEpoch, which the implementation declares it lacks"
 DEPARTS = "mutant:hw-any-epoch"
 RANDOM = "reference:random=1"  # takes several alternatives at the choice points
-ALLOWING = "mutant:fetch-no-diverging-epoch"  # departs where FETCH-REQ-3 allowed another error code too
-ALSO_ALLOWED = "also allowed at this step: FETCH-REQ-3=offset-out-of-range"
+ALLOWING = "mutant:fetch-no-diverging-epoch"  # departs where FETCH-REQ-3 allowed another error code too (and FETCH-REQ-3A another epoch)
+ALSO_ALLOWED = "also allowed at this step: FETCH-REQ-3"  # =offset-out-of-range, or with FETCH-REQ-3A's alternatives
 SHIPPED = trace_files(DEFAULT_CORPUS)
 
 
@@ -214,9 +214,9 @@ def test_a_divergence_says_what_else_the_step_allowed(certified):
     allowing = [r for r in run.report.results if r.divergence is not None and r.divergence.allowed]
     assert allowing
     assert run.markdown.count(ALSO_ALLOWED) == len(allowing)
-    assert between(run.html, '<section id="divergences">', "</section>").count(f'<p class="mono">{ALSO_ALLOWED}</p>') == len(allowing)
+    assert between(run.html, '<section id="divergences">', "</section>").count(f'<p class="mono">{ALSO_ALLOWED}') == len(allowing)
     first = next(r for r in run.report.results if r.verdict == "departs")
-    assert (f"\n  {ALSO_ALLOWED}\n" in run.terminal) == bool(first.divergence.allowed)
+    assert (f"\n  {ALSO_ALLOWED}" in run.terminal) == bool(first.divergence.allowed)
 
 
 def test_the_same_certification_gives_the_same_reports(certified):
@@ -239,4 +239,4 @@ def test_the_pytest_plugin_skips_traces_not_applicable_and_shows_what_else_was_a
     result.stdout.fnmatch_lines([f"SKIPPED *{NEEDS}"])
     result = pytester.runpytest_subprocess(f"--kraftcheck-adapter={ALLOWING}", f"--kraftcheck-corpus={corpus}", "-k", divergent.name, timeout=60)
     result.assert_outcomes(failed=1, deselected=1)
-    result.stdout.fnmatch_lines(["verdict:  departs", ALSO_ALLOWED])
+    result.stdout.fnmatch_lines(["verdict:  departs", f"{ALSO_ALLOWED}*"])

@@ -14,7 +14,9 @@ import json
 import re
 
 _BUFFER = re.compile(r"buffer=java\.nio\.\w+\[[^\]]*\]")  # a ByteBuffer's toString, brackets and '=' inside
-_VALUE = re.compile(r"-?\d+|'[^'\\]*'")
+# Captured, so that a split gives shape, value, shape, ...; each branch starts with a character
+# of its own (not "-?"), so the engine skips to the next [-0-9'] instead of trying every position.
+_VALUE = re.compile(r"(-\d+|\d+|'[^'\\]*')")
 SLOT = "\x01"
 _REWRITES = (
     (re.compile(r"([A-Za-z_][\w.$]*)\(\)"), r'{"_type":"\1"}'),  # an object without fields
@@ -44,9 +46,10 @@ def _template(shape: str) -> tuple[str, ...]:
 
 def read_value(text: str) -> Value:
     """The value `text` starts with (what follows it is ignored)."""
-    plain = _BUFFER.sub("buffer=_", text)
-    values = _VALUE.findall(plain)
-    parts = _template(_VALUE.sub(SLOT, plain))
+    plain = _BUFFER.sub("buffer=_", text) if "buffer=java.nio" in text else text
+    pieces = _VALUE.split(plain)
+    values = pieces[1::2]
+    parts = _template(SLOT.join(pieces[0::2]))
     if len(parts) != len(values) + 1:
         raise JavaTextError("a value the shape does not hold")
     filled = [parts[0]]

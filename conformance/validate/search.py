@@ -39,7 +39,7 @@ from conformance.validate.observations import (
     Started,
 )
 from model import log as logs
-from model.choices import allowed_transitions
+from model.choices import outcomes
 from model.config import ClusterConfig, NodeConfig, profile as profile_options
 from model.events import Answer, ClientAppend, Crash, Request, Response, Restart, Send, Timer, TimerKind
 from model.messages import REQUEST_TYPES, FetchRequest, FetchResponse, as_carried, carried
@@ -217,7 +217,9 @@ class NodeSearch:
         """The hypothesis after `event`, under every alternative the profile leaves open."""
         found = []
         before = view_of(self.config, hypothesis.state)
-        for outcome in allowed_transitions(step, self.config, hypothesis.state, event):
+        # outcomes(), not the remembering allowed_transitions(): remembering a step hashes the
+        # state's whole log, thousands of records in a long run, at every step.
+        for outcome in outcomes(step, self.config, hypothesis.state, event):
             after = outcome.transition.state
             seen = view_of(self.config, after)
             changed = seen[:2] != before[:2]
@@ -311,7 +313,8 @@ class NodeSearch:
             return response
         leader_log = self.leader_logs.get((observation.source, response.CurrentLeader.LeaderEpoch), ())
         end = len(leader_log)
-        for later in self.log.observations[self.position :]:
+        observations = self.log.observations
+        for later in (observations[index] for index in range(self.position, len(observations))):
             if isinstance(later, Replicated):
                 end = later.end
                 break
