@@ -29,11 +29,13 @@ from conformance.outputs import check_directory
 
 NEMESES = ("kill", "pause", "partition", "wipe")  # SIGKILL then a restart; SIGSTOP then SIGCONT; links cut then healed; WIPE
 # A wipe, around a follower X of the leader L: first the followers that are to lag, (N-1)/2 of
-# them, are killed, and the others commit writes without them for half the fault's time; then X
-# is killed and its disk wiped (formatted anew), and L and the rest are killed; X and the lagging
-# followers, a majority, restart and elect among themselves, none holding those writes; for the
-# other half L and the rest stay down, then restart and follow. Raft cannot survive this, and the
-# history must show it: acknowledged writes lost (SAFE-6). Never drawn unless asked for.
+# them, are killed, and the others commit writes without them for half the fault's time (and on,
+# up to the fault's time more, until one written since is acknowledged: a loaded machine elects
+# slowly); then X is killed and its disk wiped (formatted anew), and L and the rest are killed; X
+# and the lagging followers, a majority, restart and elect among themselves, none holding those
+# writes; for the other half L and the rest stay down, then restart and follow. Raft cannot
+# survive this, and the history must show it: acknowledged writes lost (SAFE-6). Never drawn
+# unless asked for.
 DEFAULT_NEMESES = ("kill", "pause", "partition")
 # A partition's shapes, around one node X (the leader where the shape says so):
 #   isolate: X cut from every other node, both ways;
@@ -249,12 +251,27 @@ def wipe(quorum: ControllerQuorum, recorder: Recorder, kind: str, node_id: int, 
             {"kill": quorum.kill, "wipe": quorum.wipe, "restart": quorum.start}[kind](node)
 
     act("kill", lagging)
+    killed = recorder.now()
     watch(recorder, quorum, lasting / 2)
+    watch(recorder, quorum, lasting, until=lambda: acknowledged_since(recorder, killed))
     act("wipe", [wiped])
     act("kill", rest)
     act("restart", lagging + [wiped])
     watch(recorder, quorum, lasting / 2)
     act("restart", rest)
+
+
+def acknowledged_since(recorder: Recorder, t: float) -> bool:
+    """Whether a write invoked at or after `t` has been acknowledged (the history read from its end)."""
+    acknowledged = set()
+    for event in reversed(recorder.events):
+        if event.t < t:
+            return False
+        if type(event) is Write and event.outcome == "ack":
+            acknowledged.add(event.n)
+        elif type(event) is Write and event.outcome == "invoked" and event.n in acknowledged:
+            return True
+    return False
 
 
 def inject(quorum: ControllerQuorum, recorder: Recorder, kind: str, node_id: int, shape: str) -> Fault:
