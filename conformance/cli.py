@@ -107,7 +107,7 @@ def add_engine_options(parser: argparse.ArgumentParser, what: str) -> None:
         help="with --engine spark: the master, local[N], spark://HOST:PORT (HA: spark://HOST:PORT,HOST:PORT), yarn, k8s://... (default local[*]); "
         "a spark:// master must accept a connection before Spark starts; under spark-submit the running session is used",
     )
-    parser.add_argument("--spark-partitions", type=int, metavar="N", help="with --engine spark: partitions of the keyed data, 1 to 100000 (default: two per core of the cluster)")
+    parser.add_argument("--spark-partitions", type=int, metavar="N", help="with --engine spark: partitions of the keyed data, 1 to 100000 (default: one per core of the cluster)")
     parser.add_argument(
         "--spark-dir",
         metavar="DIR",

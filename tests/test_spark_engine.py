@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conformance import cli
@@ -330,3 +331,35 @@ def test_py4j_failing_while_it_cleans_up_after_an_interrupt_is_the_interrupt():
     with pytest.raises(SparkUnavailable, match="a Spark job failed: the JVM refused"):
         with _failures_explained(None):
             raise Py4JError("the JVM refused")
+
+
+def test_a_level_selected_again_after_a_lost_attempt_keeps_the_same_states(tmp_path):
+    """A select task that runs again (its executor lost after it wrote its table) finds the same
+    new states and writes the same level, and an expand that runs again sends the same candidates:
+    a table labels each state with the level that filled it."""
+    from conformance.explore import spark_engine
+
+    config = resolve("smoke", {})
+    making = spark_engine.recipe(functools.partial(system_for, config))
+    files = spark_engine.Files(str(tmp_path / "search"), 1)
+    files.create()
+    system = spark_engine.built(making)
+    (state,) = system.initial_states()
+    fp = system.fingerprint(state)
+    with files.sending(0, -1) as send:
+        send(0, spark_engine._encode(spark_engine.Batch(np.array([fp], dtype=np.int64).tobytes(), [fp], system.parts([state]), [system.pack(state)])))
+    assert spark_engine._selected(system, spark_engine.ByParent, files, 0, 0) == (1, [])
+    depth, outcomes = 0, []
+    while True:
+        generated = spark_engine._expanded(system, spark_engine.ByParent, files, depth, 0, lambda owner, batch: None)  # an attempt whose output was lost
+        with files.sending(depth + 1, 0) as send:
+            assert spark_engine._expanded(system, spark_engine.ByParent, files, depth, 0, send) == generated
+        first = spark_engine._selected(system, spark_engine.ByParent, files, depth + 1, 0)
+        written = files.level(depth + 1, 0).read_bytes() if first[0] else b""
+        again = spark_engine._selected(system, spark_engine.ByParent, files, depth + 1, 0)
+        assert again == first and (files.level(depth + 1, 0).read_bytes() if first[0] else b"") == written
+        outcomes.append((generated, first[0]))
+        if not first[0]:
+            break
+        depth += 1
+    assert (1 + sum(new for _g, new in outcomes), 1 + sum(g for g, _n in outcomes), depth) == SMOKE

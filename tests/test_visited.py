@@ -131,3 +131,27 @@ def test_processes_sharing_a_table_find_each_state_new_once_and_its_smallest_par
             known = [links[level][fp] for _new, links in answers if links[level].get(fp) is not None]
             assert min(known) == parent
     assert len(table) == len(set(fp for candidates in levels for fp, _ in candidates))
+
+
+def test_a_table_reopened_from_disk_tells_each_fingerprint_its_first_level_and_goes_on_filling(tmp_path):
+    """What the Spark engine's tasks do with a partition's table: read it (levels_of: the level a
+    fingerprint was first seen at, -1 if never), and reopen it to offer the next level, growth included."""
+    levels = levels_of_candidates(seed=7, levels=4, per_level=3_000, universe=5_000)
+    first_level: dict[int, int] = {}
+    for depth, candidates in enumerate(levels):
+        for fp, _parent in candidates:
+            first_level.setdefault(fp, depth)
+    table = Table(tmp_path, on_disk=True, capacity=16)
+    fps = np.array([fp for fp, _ in levels[0]], dtype=np.int64)
+    table.offer(fps, 0)
+    table.checkpoint()
+    for depth, candidates in enumerate(levels[1:], start=1):
+        reopened = Table.reopen(tmp_path, "r+")
+        fps = np.array([fp for fp, _ in candidates], dtype=np.int64)
+        new, ours = reopened.offer(fps, depth)
+        assert ours.tolist() == [first_level[fp] == depth for fp, _ in candidates]
+        reopened.checkpoint()
+    queried = list(first_level) + [12345678901, -98765]
+    expected = [first_level.get(fp, -1) for fp in queried]
+    assert Table.reopen(tmp_path).levels_of(np.array(queried, dtype=np.int64)).tolist() == expected
+    assert len(Table.reopen(tmp_path, "r+")) == len(first_level)

@@ -20,6 +20,8 @@ from bisect import insort
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
+import numpy as np
+
 from conformance.corpus.cells import CANDIDATES, note_cells
 from conformance.corpus.search import Coverage, Searched, extend
 from conformance.explore.engine import Progress, System
@@ -35,9 +37,24 @@ class ByPath:
     def initial(fp: int) -> bytes:
         return b""
 
+    links = False  # a path is no parent link
+
     @staticmethod
-    def successor(fp: int, path: bytes, index: int) -> bytes:
-        return extend(path, index)
+    def successors(parents: list[tuple], origins: np.ndarray, indices: np.ndarray) -> list[bytes]:
+        """The paths of successors (see ByParent.successors)."""
+        return [extend(parents[origin][1], index) for origin, index in zip(origins.tolist(), indices.tolist())]
+
+    @staticmethod
+    def smallest(fps: np.ndarray, paths: list[bytes]) -> tuple[np.ndarray, list[bytes], np.ndarray]:
+        """Of candidates, one a fingerprint: the one of smallest path, its path and place (see
+        ByParent.smallest); the state kept is that one, as the scan keeps it."""
+        best: dict[int, tuple[bytes, int]] = {}
+        for at, (fp, path) in enumerate(zip(fps.tolist(), paths)):
+            held = best.get(fp)
+            if held is None or path < held[0]:
+                best[fp] = (path, at)
+        kept = sorted(best)
+        return np.array(kept, dtype=np.int64), [best[fp][0] for fp in kept], np.array([best[fp][1] for fp in kept], dtype=np.int64)
 
 
 def coverage_system(making: tuple) -> System:

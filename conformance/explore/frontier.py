@@ -21,12 +21,12 @@ if TYPE_CHECKING:  # the engine imports this module
     from conformance.explore.engine import System
 
 CHUNK = 4096  # states a frame
-_LENGTH = struct.Struct("<Q")
+FRAME_LENGTH = struct.Struct("<Q")  # a frame's length, before its payload
 
 
 def write_frame(out, value: object) -> None:
     payload = msgspec.msgpack.encode(value)
-    out.write(_LENGTH.pack(len(payload)) + payload)
+    out.write(FRAME_LENGTH.pack(len(payload)) + payload)
 
 
 def read_frames(path: Path, *, torn_end: bool = False) -> Iterator[tuple[int, bytes]]:
@@ -34,14 +34,14 @@ def read_frames(path: Path, *, torn_end: bool = False) -> Iterator[tuple[int, by
     killed) ends the file if `torn_end`, else the file is damaged: ValueError."""
     with open(path, "rb") as source:
         end = 0
-        while header := source.read(_LENGTH.size):
-            length = _LENGTH.unpack(header)[0] if len(header) == _LENGTH.size else None
+        while header := source.read(FRAME_LENGTH.size):
+            length = FRAME_LENGTH.unpack(header)[0] if len(header) == FRAME_LENGTH.size else None
             payload = source.read(length) if length is not None else b""
             if length is None or len(payload) < length:
                 if torn_end:
                     return
                 raise ValueError(f"{path}: cut short after byte {end}")
-            end += _LENGTH.size + len(payload)
+            end += FRAME_LENGTH.size + len(payload)
             yield end, payload
 
 

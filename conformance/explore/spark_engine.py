@@ -1,45 +1,78 @@
 """The Spark engine: the same level-synchronous search, on a Spark cluster (`check --engine spark`).
 
-States cross process boundaries self-contained, not as one process's interned ids: a packed
-state is its parts' stable fingerprints (System.pack), and the parts themselves (node states,
-histories, messages) travel beside them once per partition and task (System.parts, learned by
-the receiving worker). States are keyed by the System's 64-bit canonical fingerprint. Every
-level and the visited set are partitioned by fingerprint with one partitioner, so removing
-already-seen states is a narrow, co-partitioned union, never a shuffle of the visited set:
+Each of the P partitions owns the states whose fingerprint is its number modulo P, and keeps
+them in files under the search's directory (`--spark-dir`, which every executor mounts): its
+fingerprint table (conformance.explore.visited.Table on disk, labelled by level, never moved),
+each level's new states, and, for counterexamples, their parent links. A level is one Spark job
+of two stages, its lineage starting afresh from those files, so nothing is checkpointed:
 
-    level --expand (executors run the model)--> candidates: (fp, (parent fp, packed, count))
-    candidates --partitionBy(fingerprint)--> union(visited partitions, candidates), partition by
-    partition --> the next level's states, then that partition's summary
+    expand   task p: partition p's level, expanded as the in-process engine does (fingerprints
+             first); the successors every table (read only) has seen before are dropped, the
+             others are built, packed and grouped by owner: one Batch per owner
+    select   task q: the Batches for q (a shuffle of a few records per task) put in q's table;
+             the new states, of those found several times the one of smallest order, are its
+             next level; they are checked, and the task returns its summary
 
-A state found several times keeps the smallest parent fingerprint (of one parent's twins, the
-first successor) and the generated count is carried in the records themselves, so a task that
-runs twice (after an executor is lost) counts nothing twice. Each level is checkpointed
-(lineage is cut there); the visited set is each level's fingerprints as one array per
-partition (8 bytes a state); when a property fails, every level's (state, parent) pairs are
-written as Parquet and the shortest counterexample is rebuilt from them. Counts, depth,
-verdicts and counterexamples equal conformance.explore.engine's, for any number of partitions
-and executors.
+A state crosses processes self-contained (System.pack: its parts' stable fingerprints, the
+parts beside them once per Batch). Tasks that run again, after an executor is lost, change no
+result: a table labels each state with the level it was first seen at, so a select that runs
+again finds its own states as new as the first time, and an expand counts as seen only the
+states of earlier levels; a table is written by one task at a time, under a lock, and read
+only while no task writes it. Counts, depth, verdicts and counterexamples equal
+conformance.explore.engine's, for any number of partitions and executors.
 """
 
 import contextlib
+import fcntl
 import hashlib
+import io
+import itertools
+import os
 import pickle
+import secrets
+import shutil
 import time
+import urllib.parse
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
-from conformance.explore.engine import Counterexample, Findings, Progress, Result, SearchInterrupted, System, Violation, limit_reached, shortest_path
+import msgspec
+import numpy as np
+
+from conformance.explore.frontier import FRAME_LENGTH, read_frames
+from conformance.explore.engine import Counterexample, Findings, Progress, Result, SearchInterrupted, System, Violation, limit_reached, shortest_path, without_cycle_collection
+from conformance.explore.visited import Table, smallest_parents
 from conformance.spark.session import raised_while_interrupted
+from model.config import ConfigError
 
 PARTS = "parts"  # a record of shared parts: (PARTS, [(fp, kind, encoding), ...])
-SUMMARY = "summary"  # a partition's summary of a level: (SUMMARY, generated, new states, findings)
+CHUNK = 1 << 18  # a level's states an expand task takes at a time: its memory is that many states' successors
 
 _BUILT: dict[str, object] = {}  # per Python worker: the systems (and the like) it has built, by recipe
 
 
+class Batch(msgspec.Struct, array_like=True):
+    """States bound for one partition: a task's successors for it, or a partition's level on
+    file. Fingerprints (int64 bytes), each state's order (see ByParent), the parts they are made
+    of (System.parts), the states packed (System.pack), and the properties each violates (its
+    place, rule, detail: found where the state was built)."""
+
+    fps: bytes
+    orders: list
+    parts: list[tuple[int, int, bytes]]
+    states: list[bytes]
+    violations: list[tuple[int, str, str]] = []
+
+
+_decode_batch = msgspec.msgpack.Decoder(Batch).decode
+_encode = msgspec.msgpack.Encoder().encode
+
+
 def fingerprint_partition(key: int | tuple[str, int]) -> int:
     """The one partition function of every keyed RDD here (partitioners compare it by identity):
-    a state goes by its fingerprint, a parts record (PARTS, partition) to its partition."""
+    a state goes by its fingerprint (a Batch by its partition's number), a parts record
+    (PARTS, partition) to its partition."""
     return key if type(key) is int else key[1]
 
 
@@ -58,16 +91,27 @@ def built(making: tuple[str, Callable[[], object]]) -> object:
 
 
 class ByParent:
-    """Of the ways a state is found, keep the one from the smallest parent fingerprint (of one
-    parent's twins, the first successor): `check`'s order, independent of the scan."""
+    """Of the ways a state is found, keep the one from the smallest parent fingerprint: `check`'s
+    order, independent of the scan; the order is the parent link counterexamples are rebuilt from."""
+
+    links = True
 
     @staticmethod
     def initial(fp: int) -> int:
         return fp  # an initial state is its own parent
 
     @staticmethod
-    def successor(fp: int, order: int, index: int) -> int:
-        return fp
+    def successors(parents: list[tuple], origins: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        """The orders of successors, given each one's parent (its place among `parents`, (fp,
+        order, packed) records) and its index among the parent's successors."""
+        return np.fromiter((parent[0] for parent in parents), dtype=np.int64, count=len(parents))[origins]
+
+    @staticmethod
+    def smallest(fps: np.ndarray, orders: np.ndarray | list) -> tuple[np.ndarray, list, np.ndarray]:
+        """Of candidates, one a fingerprint: the fingerprints (sorted), each one's smallest order,
+        and the place of a candidate with that fingerprint (any: equal states are equal)."""
+        fps, smallest, first = smallest_parents(fps, np.asarray(orders, dtype=np.int64))
+        return fps, smallest.tolist(), first
 
 
 def states_of(system: System, records: Iterable[tuple]) -> list[tuple[int, object, bytes]]:
@@ -82,94 +126,215 @@ def states_of(system: System, records: Iterable[tuple]) -> list[tuple[int, objec
     return states
 
 
-def _expand(making: tuple, order: type, partitions: int, records: Iterable[tuple]) -> Iterator[tuple]:
-    """A level partition's successors, once each: (fp, (order, packed, times generated)), then
-    per destination partition the parts it has not been sent by this task: ((PARTS, p), parts).
+class Files:
+    """The search's files, in a directory every executor mounts: per partition its table
+    (seen-P/), its lock, each level's new states (level-D/P.batch) and parent links (parents-D/P.npy)."""
 
-    Of a state found several times the smallest order wins (the first found of equals); only
-    the winners are packed.
-    """
-    system = built(making)
-    best: dict[int, list] = {}
-    for parent, parent_order, packed in states_of(system, records):
-        fps, handles = system.expand(system.unpack(packed))
-        for index, (fp, handle) in enumerate(zip(fps, handles)):
-            mine = order.successor(parent, parent_order, index)
-            held = best.get(fp)
-            if held is None:
-                best[fp] = [mine, handle, 1]
-            else:
-                held[2] += 1
-                if mine < held[0]:
-                    held[0], held[1] = mine, handle
-    bound: dict[int, list] = {}  # the successors going to each partition
-    pack = system.pack
-    for fp, (parent, handle, count) in best.items():
-        successor = system.reach(handle)
-        bound.setdefault(fp % partitions, []).append(successor)
-        yield fp, (parent, pack(successor), count)
-    for partition, states in bound.items():
-        parts = system.parts(states)
-        if parts:
-            yield (PARTS, partition), parts
+    def __init__(self, directory: str, partitions: int) -> None:
+        self.directory, self.partitions = Path(directory), partitions
+
+    def table(self, partition: int) -> Path:
+        return self.directory / f"seen-{partition}"
+
+    def level(self, depth: int, partition: int) -> Path:
+        return self.directory / f"level-{depth}" / f"{partition}.batch"
+
+    def links(self, depth: int, partition: int) -> Path:
+        return self.directory / f"parents-{depth}" / f"{partition}.npy"
+
+    def create(self) -> None:
+        """Every partition's table, empty."""
+        for partition in range(self.partitions):
+            self.table(partition).mkdir(parents=True)
+            Table(self.table(partition), on_disk=True).checkpoint()
+
+    @contextlib.contextmanager
+    def locked(self, partitions: Iterable[int], exclusive: bool) -> Iterator[None]:
+        """Partitions' tables held: shared by readers, exclusively by their one writer (a select
+        that runs again while an earlier attempt still writes waits for it)."""
+        with contextlib.ExitStack() as stack:
+            for partition in sorted(partitions):
+                lock = stack.enter_context(open(self.directory / f"seen-{partition}.lock", "a"))
+                fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+
+    def seen_by(self, fps: np.ndarray, depth: int) -> np.ndarray:
+        """Which fingerprints the tables hold from level `depth` or before."""
+        seen = np.zeros(len(fps), dtype=bool)
+        owners = fps % self.partitions
+        with self.locked(range(self.partitions), exclusive=False):
+            for partition in np.unique(owners).tolist():
+                mine = np.flatnonzero(owners == partition)
+                levels = Table.reopen(self.table(partition)).levels_of(fps[mine])
+                seen[mine] = (levels >= 0) & (levels <= depth)
+        return seen
+
+    def candidates(self, depth: int, owner: int) -> Path:
+        """Where the expand tasks leave level `depth`'s candidates for `owner`, a file each."""
+        return self.directory / f"candidates-{depth}" / str(owner)
+
+    @contextlib.contextmanager
+    def sending(self, depth: int, sender: int) -> Iterator[Callable[[int, bytes], None]]:
+        """send(owner, batch): a task's Batches for level `depth`, one file per owner, each written
+        whole before it takes its name (a task that runs again writes them again, the same)."""
+        outputs: dict[int, tuple] = {}
+        try:
+
+            def send(owner: int, batch: bytes) -> None:
+                if owner not in outputs:
+                    final = self.candidates(depth, owner) / f"{sender}.batches"
+                    final.parent.mkdir(parents=True, exist_ok=True)
+                    partial = final.with_suffix(f".{secrets.token_hex(4)}.partial")
+                    outputs[owner] = (open(partial, "wb"), partial, final)
+                outputs[owner][0].write(FRAME_LENGTH.pack(len(batch)) + batch)
+
+            yield send
+            for out, partial, final in outputs.values():
+                out.close()
+                os.replace(partial, final)
+        finally:
+            for out, partial, _final in outputs.values():
+                out.close()
+                partial.unlink(missing_ok=True)
+
+    def received(self, depth: int, owner: int) -> Iterator[Batch]:
+        """The Batches the expand tasks sent `owner` for level `depth`."""
+        directory = self.candidates(depth, owner)
+        for path in sorted(directory.glob("*.batches")) if directory.exists() else ():
+            for _end, raw in read_frames(path):
+                yield _decode_batch(raw)
+
+    def write(self, path: Path, content: bytes) -> None:
+        """A file written whole before it takes its name."""
+        path.parent.mkdir(exist_ok=True)
+        partial = path.with_suffix(f".{secrets.token_hex(4)}.partial")
+        partial.write_bytes(content)
+        os.replace(partial, path)
+
+    def read_level(self, depth: int, partition: int) -> Batch | None:
+        path = self.level(depth, partition)
+        return _decode_batch(path.read_bytes()) if path.exists() else None
+
+    def parent(self, fp: int, depth: int) -> int | None:
+        """The parent link of a state of level `depth` or before (an initial state's is itself)."""
+        for level in range(depth, -1, -1):
+            path = self.links(level, fp % self.partitions)
+            if path.exists():
+                links = np.load(path, mmap_mode="r")
+                at = int(np.searchsorted(links[0], fp))
+                if at < links.shape[1] and links[0, at] == fp:
+                    return int(links[1, at])
+        return None
 
 
-def _select_new(making: tuple, depth: int, records: Iterable) -> Iterator[tuple]:
-    """One partition of the next level: its parts, its new states (fp, order, packed), its summary.
+def _expand(making: tuple, order: type, files: Files, depth: int, partition: int) -> Iterator[int]:
+    """Partition `partition`'s level `depth` expanded, a chunk of states at a time: per chunk, the
+    successors not seen before (of equal ones the one of smallest order) built and packed and
+    sent to their owners. Yields the successors it made, all counted (`check`'s generated)."""
+    with without_cycle_collection(), files.sending(depth + 1, partition) as send:
+        generated = _expanded(built(making), order, files, depth, partition, send)
+    yield generated
 
-    The union brings the visited arrays (bytes) and the candidates of every expanding task: a
-    state found by several keeps the smallest order.
-    """
-    system = built(making)
-    visited: set[int] = set()
-    candidates: dict[int, tuple[int, bytes]] = {}
+
+def _expanded(system: System, order: type, files: Files, depth: int, partition: int, send: Callable[[int, bytes], None]) -> int:
+    level = files.read_level(depth, partition)
+    if level is None:
+        return 0
+    for part in level.parts:
+        system.learn(*part)
+    expand, unpack, reach, pack, violations = system.expand, system.unpack, system.reach, system.pack, system.violations
     generated = 0
-    for record in records:
-        if type(record) is bytes:
-            visited.update(array("q", record))
-            continue
-        key, value = record
-        if type(key) is not int:
-            for part in value:
-                system.learn(*part)
-            continue
-        parent, packed, count = value
-        generated += count
-        if key not in visited:
-            held = candidates.get(key)
-            if held is None or parent < held[0]:
-                candidates[key] = (parent, packed)
+    rows = zip(np.frombuffer(level.fps, dtype=np.int64).tolist(), level.orders, level.states)
+    for chunk in iter(lambda: list(itertools.islice(rows, CHUNK)), []):  # (fp, order, packed) each
+        chunk.sort(key=_packed)  # states with the same node states next to each other: the model's caches then serve twice as fast
+        found_fps, handles, counts = array("q"), [], []
+        for _parent, _order, packed in chunk:
+            fps, found = expand(unpack(packed))
+            found_fps.extend(fps)
+            handles += found
+            counts.append(len(found))
+        generated += len(handles)
+        keys = np.frombuffer(found_fps, dtype=np.int64)
+        unseen = np.flatnonzero(~files.seen_by(keys, depth))
+        origins = np.repeat(np.arange(len(chunk)), counts)[unseen]
+        indices = unseen - (np.cumsum(counts) - counts)[origins]  # each successor's place among its parent's
+        fps, orders, places = order.smallest(keys[unseen], order.successors(chunk, origins, indices))
+        places = unseen[places]
+        owners = fps % files.partitions
+        for owner in np.unique(owners).tolist():
+            mine = np.flatnonzero(owners == owner)
+            states = [reach(handles[at]) for at in places[mine].tolist()]
+            found = [(at, v.rule, v.detail) for at, violated in enumerate(map(violations, states)) if violated for v in violated]
+            send(owner, _encode(Batch(fps[mine].tobytes(), [orders[at] for at in mine.tolist()], system.parts(states), list(map(pack, states)), found)))
+    return generated
+
+
+def _packed(row: tuple) -> bytes:
+    return row[2]
+
+
+def _select(making: tuple, order: type, files: Files, depth: int, partition: int) -> Iterator[tuple[int, list]]:
+    """Partition `partition`'s level `depth`: the Batches sent to it put in its table, its new
+    states (of those found several times, the smallest order's) written with their parent links.
+    Yields (new states, findings)."""
+    with without_cycle_collection():
+        yield _selected(built(making), order, files, depth, partition)
+
+
+def _selected(system: System, order: type, files: Files, depth: int, partition: int) -> tuple[int, list]:
+    batches = list(files.received(depth, partition))
+    if not batches:
+        return 0, []
+    parts = {part[0]: part for batch in batches for part in batch.parts}
+    fps = np.concatenate([np.frombuffer(batch.fps, dtype=np.int64) for batch in batches])
+    orders = [o for batch in batches for o in batch.orders]
+    packed = [state for batch in batches for state in batch.states]
+    found: dict[int, list] = {}
+    offset = 0
+    for batch in batches:
+        for at, rule, detail in batch.violations:
+            found.setdefault(offset + at, []).append(Violation(rule, detail))
+        offset += len(batch.states)
+    with files.locked([partition], exclusive=True):
+        table = Table.reopen(files.table(partition), "r+")
+        _first, ours = table.offer(fps, depth)  # ours: first seen at this level, by this task or an earlier attempt at it
+    candidates = np.flatnonzero(ours)
+    fps, orders, places = order.smallest(fps[candidates], [orders[at] for at in candidates.tolist()])
+    places = candidates[places].tolist()
     findings = Findings()
-    states = []
-    for fp, (_parent, packed) in candidates.items():
-        state = system.unpack(packed)
-        states.append(state)
-        found = system.violations(state)
-        if found:
-            findings.note(depth, fp, found)
-    yield PARTS, system.parts(states)
-    for fp, (parent, packed) in candidates.items():
-        yield fp, parent, packed
-    yield SUMMARY, generated, len(candidates), [(d, fp, tuple(v)) for d, fp, v in findings.best.values()]
+    for fp, at in zip(fps.tolist(), places):
+        if at in found:
+            findings.note(depth, fp, tuple(found[at]))
+    if len(fps):
+        files.write(files.level(depth, partition), _encode(Batch(fps.tobytes(), orders, list(parts.values()), [packed[at] for at in places])))
+        if order.links:
+            files.write(files.links(depth, partition), _npy(np.array([fps, orders], dtype=np.int64)))
+    return len(fps), [(d, fp, tuple(v)) for d, fp, v in findings.best.values()]
 
 
-def _fingerprints(records: Iterable[tuple]) -> Iterator[bytes]:
-    """A level partition's state fingerprints as one array: the visited set costs 8 bytes a state."""
-    yield array("q", (r[0] for r in records if type(r[0]) is int)).tobytes()
+def _npy(array: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
 
 
-def _is_state(record: tuple) -> bool:
-    return type(record[0]) is int
+def level_records(files: Files, depth: int, partition: int) -> Iterator[tuple]:
+    """Partition `partition`'s level `depth` as records: its parts (PARTS, parts), then each
+    state (fp, order, packed)."""
+    level = files.read_level(depth, partition)
+    if level is None:
+        return
+    yield PARTS, level.parts
+    yield from zip(np.frombuffer(level.fps, dtype=np.int64).tolist(), level.orders, level.states)
 
 
-def _is_summary(record: tuple) -> bool:
-    return record[0] == SUMMARY
-
-
-def _level_record(pair: tuple) -> tuple:
-    """A keyed initial record as a level record: (fp, order, packed) or (PARTS, parts)."""
-    key, value = pair
-    return (key, *value) if type(key) is int else (PARTS, value)
+def search_directory(work: str) -> str:
+    """The local path of the work directory (a path, or a file: URL): the tables are files every
+    executor maps, so another file system's URL cannot hold them."""
+    parts = urllib.parse.urlsplit(work)
+    if parts.scheme not in ("", "file"):
+        raise ConfigError(f"--spark-dir {work}: a search on Spark keeps its fingerprint tables as files every executor maps; give a directory they all mount (a path or a file: URL), not a {parts.scheme}: URL")
+    return parts.path if parts.scheme else work
 
 
 def explore_spark(
@@ -187,67 +352,74 @@ def explore_spark(
     each_level: Callable[[object, int], None] | None = None,
 ) -> Result:
     """conformance.explore.engine.explore's search on Spark; `work` (a directory every executor
-    can read, like the checkpoint directory) receives the levels' parent records.
+    mounts) receives the search's files, removed at the end.
 
     Counterexample paths are rebuilt in `local` (a fresh system if None), from parent links:
     under another `order` (the corpus search's) there are none. `each_level` sees every level
-    the search expands (its records (fp, order, packed) and parts, partitioned by fingerprint)
+    the search expands (an RDD of its records, see level_records, partitioned by fingerprint)
     with its depth, before it is expanded.
     """
-    from pyspark import StorageLevel
-
     context = session.sparkContext
     start = time.perf_counter()
     local = local or make_system()
     making = recipe(make_system)
+    files = Files(os.path.join(search_directory(work), f"search-{secrets.token_hex(4)}"), partitions)
+    files.create()
     findings = Findings()
-    seeds: dict[int, tuple] = {}
-    for state in local.initial_states():
-        fp = local.fingerprint(state)
-        if fp not in seeds:
-            seeds[fp] = state
-            findings.note(0, fp, local.violations(state))
-    keyed = [(fp, (order.initial(fp), local.pack(state))) for fp, state in seeds.items()]
-    keyed += [((PARTS, fp % partitions), local.parts([state])) for fp, state in seeds.items()]
-    level = context.parallelize(keyed).partitionBy(partitions, fingerprint_partition).map(_level_record, preservesPartitioning=True)
-    distinct = generated = len(seeds)
-    depth = 0
-    visited = []  # per level, its fingerprints; rebuilt from that level's checkpoint if an executor is lost
-    held = None  # the last level's states, cached until the next level is computed
-    levels = []  # every level, checkpointed: where the parent records come from
+    initial = local.initial_states()
+    seeds: dict[int, object] = {}
+    for state in initial:
+        seeds.setdefault(local.fingerprint(state), state)
+    for owner in range(partitions):
+        mine = [(fp, state) for fp, state in seeds.items() if fp % partitions == owner]
+        if mine:
+            with files.sending(0, -1) as send:
+                states = [state for _fp, state in mine]
+                found = [(at, v.rule, v.detail) for at, state in enumerate(states) for v in local.violations(state)]
+                send(owner, _encode(Batch(np.array([fp for fp, _s in mine], dtype=np.int64).tobytes(), [order.initial(fp) for fp, _s in mine], local.parts(states), list(map(local.pack, states)), found)))
+    distinct = depth = 0
+    generated = len(initial)  # as `check` counts them: every initial state offered
     stopped = None
+
+    def each_partition(task: Callable[[int], Iterator]) -> list:
+        """A job of one task per partition, its results by partition."""
+        return context.parallelize(range(partitions), partitions).mapPartitionsWithIndex(lambda partition, _none: task(partition)).collect()
+
+    def select(level: int) -> int:
+        """Level `level` made of the candidates sent: its new states."""
+        summaries = each_partition(lambda partition: _select(making, order, files, level, partition))
+        for _new, found in summaries:
+            for d, fp, v in found:
+                findings.note(d, fp, (Violation(*v),))
+        shutil.rmtree(files.directory / f"candidates-{level}", ignore_errors=True)
+        return sum(new for new, _found in summaries)
+
     try:
+        distinct = select(0)
         while True:
-            levels.append(level)
-            visited.append(level.mapPartitions(_fingerprints, preservesPartitioning=True).persist(StorageLevel.MEMORY_AND_DISK))
             stopped = limit_reached(distinct, max_states, start, max_seconds)
             if findings and not keep_going or stopped:
                 break
             if each_level:
-                each_level(level, depth)
-            candidates = level.mapPartitions(lambda records: _expand(making, order, partitions, records)).partitionBy(partitions, fingerprint_partition)
-            depth_next = depth + 1
-            step = context.union([*visited, candidates]).mapPartitions(lambda records: _select_new(making, depth_next, records), preservesPartitioning=True)
-            step.persist(StorageLevel.MEMORY_AND_DISK)
-            step.checkpoint()
-            summaries = step.filter(_is_summary).collect()
-            if held is not None:
-                held.unpersist()
-            held = step
-            found_new = sum(s[2] for s in summaries)
-            generated += sum(s[1] for s in summaries)
-            for summary in summaries:
-                for d, fp, v in summary[3]:
-                    findings.note(d, fp, (Violation(*v),))
+                each_level(context.parallelize([(p, p) for p in range(partitions)], partitions).partitionBy(partitions, fingerprint_partition).mapPartitionsWithIndex(lambda p, _r, d=depth: level_records(files, d, p), preservesPartitioning=True), depth)
+            generated += sum(each_partition(lambda partition, d=depth: _expand(making, order, files, d, partition)))
+            found_new = select(depth + 1)
+            shutil.rmtree(files.directory / f"level-{depth}", ignore_errors=True)  # expanded: its parent links stay
             if not found_new:
                 break
-            depth = depth_next
+            depth += 1
             distinct += found_new
-            level = step.filter(lambda r: not _is_summary(r))
             if progress:
                 progress(Progress(distinct, generated, depth, found_new, time.perf_counter() - start))
         seconds = time.perf_counter() - start
         complete = not (findings and not keep_going) and not stopped
+        rank = {rule: i for i, rule in enumerate(local.property_ids())}
+        counterexamples = []
+        if findings and order.links:
+            counterexamples = [
+                Counterexample(v, shortest_path(local, lambda fp, d=d: files.parent(fp, d), fp)) for d, fp, v in sorted(findings.best.values(), key=lambda f: rank.get(f[2].rule, len(rank)))
+            ]
+        return Result(distinct, generated, depth, seconds, complete, counterexamples, stopped=stopped)
     except BaseException as error:
         if not isinstance(error, KeyboardInterrupt) and not raised_while_interrupted(error):
             raise
@@ -256,46 +428,5 @@ def explore_spark(
         with contextlib.suppress(Exception):
             context.cancelAllJobs()
         raise SearchInterrupted(distinct, generated, depth, time.perf_counter() - start) from None
-    rank = {rule: i for i, rule in enumerate(local.property_ids())}
-    counterexamples = []
-    if findings and order is ByParent:
-        _write_parents(session, levels, work)
-        links = _parent_links(session, work, [(d, fp) for d, fp, _v in findings.best.values()])
-        counterexamples = [
-            Counterexample(v, shortest_path(local, links.__getitem__, fp)) for _depth, fp, v in sorted(findings.best.values(), key=lambda f: rank.get(f[2].rule, len(rank)))
-        ]
-    for rdd in [*visited, held] if held else visited:
-        rdd.unpersist()
-    return Result(distinct, generated, depth, seconds, complete, counterexamples, stopped=stopped)
-
-
-def _write_parents(session, levels: list, work: str) -> None:
-    """Every level's (state, parent) fingerprints as Parquet, partitioned by depth: what rebuilds a
-    counterexample. Written in one job, when there is a counterexample to rebuild."""
-    pairs = session.sparkContext.union([level.filter(_is_state).map(lambda r, d=depth: (r[0], r[1], d)) for depth, level in enumerate(levels)])
-    session.createDataFrame(pairs, "fp long, parent long, depth int").write.partitionBy("depth").parquet(f"{work}/parents")
-
-
-def _parent_links(session, work: str, targets: list[tuple[int, int]]) -> dict[int, int]:
-    """The parent of every state on the paths to `targets` (depth, fp), read level by level from
-    the deepest down: one query per level, whatever the number of counterexamples."""
-    from pyspark.sql import functions
-
-    table = session.read.parquet(f"{work}/parents")
-    links: dict[int, int] = {}
-    wanted: dict[int, set[int]] = {}
-    for depth, fp in targets:
-        wanted.setdefault(depth, set()).add(fp)
-    for depth in range(max(wanted), -1, -1):
-        fps = wanted.pop(depth, set())
-        if not fps:
-            continue
-        rows = table.where((functions.col("depth") == depth) & functions.col("fp").isin(sorted(fps))).select("fp", "parent").collect()
-        for fp, parent in rows:
-            links[fp] = parent
-            if parent != fp:
-                wanted.setdefault(depth - 1, set()).add(parent)
-        missing = fps - {fp for fp, _ in rows}
-        if missing:
-            raise LookupError(f"no parent record for states {sorted(missing)} at depth {depth}")
-    return links
+    finally:
+        shutil.rmtree(files.directory, ignore_errors=True)

@@ -242,6 +242,23 @@ class Segment:
         self.count += int(new.sum())
         return new, final
 
+    def levels_of(self, keys: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+        """The level each key was first seen at, -1 where it is absent: the probes of insert,
+        writing nothing (a table others write to between, never during, these reads)."""
+        table, mask = self.fps, len(self.fps) - 1
+        found = np.full(len(keys), -1, dtype=np.int32)
+        bits = np.uint64(len(self.fps).bit_length() - 1)
+        slot = ((hashes << np.uint64(SEGMENT_BITS)) >> (np.uint64(64) - bits)).astype(np.int64)
+        pending, wanted = np.arange(len(keys)), keys
+        while len(pending):
+            held = table[slot]
+            hit = held == wanted
+            found[pending[hit]] = self.levels[slot[hit]]
+            again = ~hit & (held != EMPTY)
+            slot = (slot[again] + 1) & mask
+            pending, wanted = pending[again], wanted[again]
+        return found
+
     def make_room(self, adding: int) -> None:
         if self.count + adding <= MAX_LOAD * len(self.fps):
             return
@@ -275,15 +292,17 @@ class Segment:
         return f"{count}:{total:016x}"
 
     @classmethod
-    def load(cls, directory: Path, index: int, board: Board | None = None) -> "Segment":
-        """The segment's largest whole table on disk, as it is (read only): after a kill, the
-        levels it holds may go beyond the last completed one."""
+    def load(cls, directory: Path, index: int, board: Board | None = None, mode: str = "r") -> "Segment":
+        """The segment's largest whole table on disk, as it is (read only unless `mode` is "r+",
+        then with its count): after a kill, the levels it holds may go beyond the last completed one."""
         segment = cls.__new__(cls)
         segment.directory, segment.index, segment.on_disk, segment.board, segment.fd = directory, index, True, board, None
         complete = [c for c in cls.capacities_on_disk(directory, index) if all(p.exists() for p in segment._paths(c))]
         if not complete:
             raise Damaged(directory / f"seen-{index:02d}-*.fps.npy", "no whole pair of .fps.npy and .levels.npy")
-        segment.fps, segment.levels = segment._load(max(complete), "r")
+        segment.fps, segment.levels = segment._load(max(complete), mode)
+        if mode == "r+":
+            segment.count = int(np.count_nonzero(segment.fps))
         return segment
 
     @classmethod
@@ -309,11 +328,7 @@ class Table:
         """Put fingerprints in the table, labelled `level` where new. Returns which are new (the
         first of equal ones) and which are labelled `level` (new now, or earlier in the level).
         Segments are taken from `first` on (sharing processes start apart, to meet less)."""
-        keys = np.where(fps == EMPTY, ZERO, fps)
-        hashes = hashes_of(keys)
-        segment = (hashes >> np.uint64(64 - SEGMENT_BITS)).astype(np.uint8)
-        order = np.argsort(segment, kind="stable")  # a radix sort (4x faster than on intp); within a segment, the batch's order: the first of equal keys wins
-        bounds = np.searchsorted(segment[order], np.arange(SEGMENTS + 1))
+        keys, hashes, order, bounds = self._by_segment(fps)
         new, ours = np.empty(len(keys), dtype=bool), np.empty(len(keys), dtype=bool)
         wanted = [index for index in (*range(first, SEGMENTS), *range(first)) if bounds[index] < bounds[index + 1]]
         for index in self.board.each_held(wanted) if self.board is not None else wanted:
@@ -325,6 +340,33 @@ class Table:
             ours[chosen] = table.levels[slot] == level
             table.share()
         return new, ours
+
+    def _by_segment(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Fingerprints as keys, their hashes, and their places grouped by segment: (keys, hashes,
+        order, bounds), segment i's keys at order[bounds[i]:bounds[i + 1]], in the batch's order."""
+        keys = np.where(fps == EMPTY, ZERO, fps)
+        hashes = hashes_of(keys)
+        segment = (hashes >> np.uint64(64 - SEGMENT_BITS)).astype(np.uint8)
+        order = np.argsort(segment, kind="stable")  # a radix sort (4x faster than on intp); within a segment, the batch's order: the first of equal keys wins
+        return keys, hashes, order, np.searchsorted(segment[order], np.arange(SEGMENTS + 1))
+
+    def levels_of(self, fps: np.ndarray) -> np.ndarray:
+        """The level each fingerprint was first seen at, -1 where it was not (see Segment.levels_of)."""
+        keys, hashes, order, bounds = self._by_segment(fps)
+        found = np.empty(len(keys), dtype=np.int32)
+        for index, table in enumerate(self.segments):
+            chosen = order[bounds[index] : bounds[index + 1]]
+            found[chosen] = table.levels_of(keys[chosen], hashes[chosen])
+        return found
+
+    @classmethod
+    def reopen(cls, directory: Path, mode: str = "r") -> "Table":
+        """A table on disk as it is, read only (or "r+": to go on filling it), by a process that
+        does not share it with others at the time."""
+        table = cls.__new__(cls)
+        table.board = None
+        table.segments = [Segment.load(Path(directory), index, mode=mode) for index in range(SEGMENTS)]
+        return table
 
     def __len__(self) -> int:
         if self.board is not None:
