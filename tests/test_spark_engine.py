@@ -347,7 +347,7 @@ def test_a_level_selected_again_after_a_lost_attempt_keeps_the_same_states(tmp_p
     (state,) = system.initial_states()
     fp = system.fingerprint(state)
     with files.sending(0, -1) as send:
-        send(0, spark_engine._encode(spark_engine.Batch(np.array([fp], dtype=np.int64).tobytes(), [fp], system.parts([state]), [system.pack(state)])))
+        send(0, spark_engine.batch_of(system, np.array([fp], dtype=np.int64), [fp], [state]))
     assert spark_engine._selected(system, spark_engine.ByParent, files, 0, 0) == (1, [])
     depth, outcomes = 0, []
     while True:

@@ -242,7 +242,7 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
         return 0
     for part in level.parts:
         system.learn(*part)
-    expand, unpack, reach, pack, violations = system.expand, system.unpack, system.reach, system.pack, system.violations
+    expand, unpack, reach = system.expand, system.unpack, system.reach
     generated = 0
     rows = zip(np.frombuffer(level.fps, dtype=np.int64).tolist(), level.orders, level.states)
     for chunk in iter(lambda: list(itertools.islice(rows, CHUNK)), []):  # (fp, order, packed) each
@@ -263,10 +263,14 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
         owners = fps % files.partitions
         for owner in np.unique(owners).tolist():
             mine = np.flatnonzero(owners == owner)
-            states = [reach(handles[at]) for at in places[mine].tolist()]
-            found = [(at, v.rule, v.detail) for at, violated in enumerate(map(violations, states)) if violated for v in violated]
-            send(owner, _encode(Batch(fps[mine].tobytes(), [orders[at] for at in mine.tolist()], system.parts(states), list(map(pack, states)), found)))
+            send(owner, batch_of(system, fps[mine], [orders[at] for at in mine.tolist()], [reach(handles[at]) for at in places[mine].tolist()]))
     return generated
+
+
+def batch_of(system: System, fps: np.ndarray, orders: list, states: list) -> bytes:
+    """States as the Batch an owner receives: packed, with their parts and the properties they violate."""
+    found = [(at, v.rule, v.detail) for at, violated in enumerate(map(system.violations, states)) if violated for v in violated]
+    return _encode(Batch(fps.tobytes(), orders, system.parts(states), list(map(system.pack, states)), found))
 
 
 def _packed(row: tuple) -> bytes:
@@ -374,9 +378,7 @@ def explore_spark(
         mine = [(fp, state) for fp, state in seeds.items() if fp % partitions == owner]
         if mine:
             with files.sending(0, -1) as send:
-                states = [state for _fp, state in mine]
-                found = [(at, v.rule, v.detail) for at, state in enumerate(states) for v in local.violations(state)]
-                send(owner, _encode(Batch(np.array([fp for fp, _s in mine], dtype=np.int64).tobytes(), [order.initial(fp) for fp, _s in mine], local.parts(states), list(map(local.pack, states)), found)))
+                send(owner, batch_of(local, np.array([fp for fp, _s in mine], dtype=np.int64), [order.initial(fp) for fp, _s in mine], [state for _fp, state in mine]))
     distinct = depth = 0
     generated = len(initial)  # as `check` counts them: every initial state offered
     stopped = None
