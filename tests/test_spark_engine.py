@@ -333,10 +333,20 @@ def test_py4j_failing_while_it_cleans_up_after_an_interrupt_is_the_interrupt():
             raise Py4JError("the JVM refused")
 
 
-def test_a_level_selected_again_after_a_lost_attempt_keeps_the_same_states(tmp_path):
-    """A select task that runs again (its executor lost after it wrote its table) finds the same
-    new states and writes the same level, and an expand that runs again sends the same candidates:
-    a table labels each state with the level that filled it."""
+def test_a_failing_task_is_reported_with_what_its_python_raised():
+    """Spark's own first line only says that an executor's Python raised; the report says what."""
+    from py4j.protocol import Py4JError
+
+    worker = 'An exception was thrown from the Python worker:\nTraceback (most recent call last):\n  File "spark_engine.py", line 9, in _level\n    sorted(states)\nTypeError: \'<\' not supported\n'
+    with pytest.raises(SparkUnavailable, match="^a Spark job failed: An exception was thrown from the Python worker: TypeError: '<' not supported$"):
+        with _failures_explained(None):
+            raise Py4JError(worker)
+
+
+def test_a_level_run_again_after_a_lost_attempt_keeps_the_same_states(tmp_path):
+    """A level task that runs again (its executor lost after it wrote its table and some of its
+    candidates) finds the same new states and sends the same candidates: a table labels each
+    state with the level that filled it."""
     from conformance.explore import spark_engine
 
     config = resolve("smoke", {})
@@ -348,18 +358,24 @@ def test_a_level_selected_again_after_a_lost_attempt_keeps_the_same_states(tmp_p
     fp = system.fingerprint(state)
     with files.sending(0, -1) as send:
         send(0, spark_engine.batch_of(system, np.array([fp], dtype=np.int64), [fp], [state]))
-    assert spark_engine._selected(system, spark_engine.ByParent, files, 0, 0) == (1, [])
     depth, outcomes = 0, []
+
+    def run(send) -> tuple[int, list, int]:
+        return spark_engine._levelled(system, spark_engine.ByParent, files, depth, 0, send, True, False)
+
     while True:
-        generated = spark_engine._expanded(system, spark_engine.ByParent, files, depth, 0, lambda owner, batch: None)  # an attempt whose output was lost
+        lost = run(lambda owner, batch: None)  # an attempt whose candidates were lost
         with files.sending(depth + 1, 0) as send:
-            assert spark_engine._expanded(system, spark_engine.ByParent, files, depth, 0, send) == generated
-        first = spark_engine._selected(system, spark_engine.ByParent, files, depth + 1, 0)
-        written = files.level(depth + 1, 0).read_bytes() if first[0] else b""
-        again = spark_engine._selected(system, spark_engine.ByParent, files, depth + 1, 0)
-        assert again == first and (files.level(depth + 1, 0).read_bytes() if first[0] else b"") == written
-        outcomes.append((generated, first[0]))
-        if not first[0]:
+            first = run(send)
+        sent = sorted(path.read_bytes() for path in files.candidates(depth + 1, 0).parent.glob("*/*.batches"))
+        with files.sending(depth + 1, 0) as send:
+            again = run(send)
+        assert lost == first == again
+        assert sorted(path.read_bytes() for path in files.candidates(depth + 1, 0).parent.glob("*/*.batches")) == sent
+        new, findings, generated = first
+        assert findings == []
+        if depth and not new:
             break
+        outcomes.append((new, generated))
         depth += 1
-    assert (1 + sum(new for _g, new in outcomes), 1 + sum(g for g, _n in outcomes), depth) == SMOKE
+    assert (sum(new for new, _g in outcomes), 1 + sum(g for _n, g in outcomes), depth - 1) == SMOKE

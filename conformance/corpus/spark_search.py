@@ -67,9 +67,9 @@ def _probe_candidates(making: tuple, records: Iterable[tuple]) -> Iterator[tuple
     coverage = built(making)
     system = coverage.system
     best: dict[int, tuple[bytes, int]] = {}
-    for fp, path, packed in states_of(system, records):
+    for fp, path, state in states_of(system, records):
         mine = (path, fp)
-        for key, _position, _message in coverage.probe_keys(system.unpack(packed)):
+        for key, _position, _message in coverage.probe_keys(state):
             held = best.get(key)
             if held is None or mine < held:
                 best[key] = mine
@@ -99,18 +99,14 @@ def _places(making: tuple, records: Iterable[tuple]) -> Iterator[tuple[str, list
     brings the level (states and parts) and the probe keys each state is the first to have."""
     coverage = built(making)
     system = coverage.system
-    states, won = [], {}
+    level, won = [], {}
     for record in records:
-        if len(record) == 3:
-            states.append(record)
-        elif record[0] == PARTS:
-            for part in record[1]:
-                system.learn(*part)
-        else:
+        if len(record) == 2 and record[0] != PARTS:
             won.setdefault(record[0], set()).add(record[1])
+        else:
+            level.append(record)
     kept: dict[str, list] = {}
-    for fp, path, packed in states:
-        state = system.unpack(packed)
+    for fp, path, state in states_of(system, level):
         for within, found in coverage.places(state, system.expand(state)[1], won.get(fp, set()).__contains__):
             place = (path, within)
             for cell in found:

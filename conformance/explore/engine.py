@@ -23,6 +23,7 @@ from typing import NamedTuple, Protocol
 
 import msgspec
 
+from conformance.explore.packed import Packed
 from conformance.explore.workspace import Checkpoint, Manifest, Workspace, verified
 
 
@@ -54,8 +55,8 @@ class System(Protocol):
 
     def violations(self, state) -> tuple[Violation, ...]: ...
 
-    def pack(self, state) -> bytes:
-        """The state as bytes for another process (the Spark engine), given its parts."""
+    def pack(self, states: list) -> Packed:
+        """States as bytes for another process (the sharded and Spark engines), given their parts."""
 
     def parts(self, states: Iterable) -> list[tuple[int, int, bytes]]:
         """(fingerprint, kind, encoding) of the shared parts packed states refer to, once each (none if self-contained)."""
@@ -63,8 +64,8 @@ class System(Protocol):
     def learn(self, fp: int, kind: int, encoded: bytes) -> None:
         """Take in a part another process sent."""
 
-    def unpack(self, packed: bytes):
-        """A packed state, as this process's successors() takes it; its parts learned first."""
+    def unpack(self, packed: Packed) -> list:
+        """Packed states, as this process's successors() takes them; their parts learned first."""
 
     def property_ids(self) -> tuple[str, ...]: ...
 

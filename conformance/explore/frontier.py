@@ -17,10 +17,13 @@ from typing import TYPE_CHECKING
 import msgspec
 import numpy as np
 
+from conformance.explore.packed import Packed
+
 if TYPE_CHECKING:  # the engine imports this module
     from conformance.explore.engine import System
 
 CHUNK = 4096  # states a frame
+_decode_frame = msgspec.msgpack.Decoder(tuple[bytes, Packed]).decode  # a frame: fingerprints (int64 bytes), states packed
 FRAME_LENGTH = struct.Struct("<Q")  # a frame's length, before its payload
 
 
@@ -102,8 +105,7 @@ class Level:
 
     def _spill(self) -> None:
         self.parts.note(self.states)
-        pack = self.system.pack
-        write_frame(self.out, (self.fps.tobytes(), [pack(s) for s in self.states]))
+        write_frame(self.out, (self.fps.tobytes(), self.system.pack(self.states)))
         self.fps, self.states = array("q"), []
 
     def close(self) -> "Level":
@@ -127,11 +129,9 @@ class Level:
                 fps, states = self.runs.popleft()
                 yield from zip(fps.tolist(), states)
             return
-        unpack = self.system.unpack
         for _end, payload in read_frames(self.path):
-            fps, packed = msgspec.msgpack.decode(payload)
-            for fp, state in zip(array("q", fps), packed):
-                yield fp, unpack(state)
+            fps, packed = _decode_frame(payload)
+            yield from zip(array("q", fps), self.system.unpack(packed))
 
     def discard(self) -> None:
         """Free the level: its memory, or its file."""
@@ -147,7 +147,7 @@ class Level:
         level.path = path
         level.count = 0
         for _end, payload in read_frames(path):  # every frame decoded once: a damaged one is found now, not midway
-            fps, packed = msgspec.msgpack.decode(payload, type=tuple[bytes, list[bytes]])
+            fps, packed = _decode_frame(payload)
             if len(fps) != 8 * len(packed):
                 raise ValueError(f"{path}: a frame of {len(packed)} states with {len(fps) // 8} fingerprints")
             level.count += len(packed)

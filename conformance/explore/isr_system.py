@@ -11,6 +11,7 @@ import msgspec
 
 from conformance.explore.engine import Violation
 from conformance.explore.kraft_system import stable_fingerprint
+from conformance.explore.packed import Packed
 from conformance.text import wrapped_table
 from model.cluster import Append, CrashNode, Deliver, RestartNode
 from model.isr import properties
@@ -55,8 +56,8 @@ class IsrSystem:
     def fingerprint(self, state: PartitionState) -> int:
         return stable_fingerprint(state)
 
-    def pack(self, state: PartitionState) -> bytes:
-        return _encode(state)
+    def pack(self, states: list[PartitionState]) -> Packed:
+        return Packed.of(list(map(_encode, states)))
 
     def parts(self, states: Iterable[PartitionState]) -> list:
         return []  # a packed state is self-contained
@@ -64,8 +65,8 @@ class IsrSystem:
     def learn(self, fp: int, kind: int, encoded: bytes) -> None:
         raise AssertionError("an ISR state has no parts to learn")
 
-    def unpack(self, packed: bytes) -> PartitionState:
-        return _decode(packed)
+    def unpack(self, packed: Packed) -> list[PartitionState]:
+        return list(map(_decode, packed.rows()))
 
     def violations(self, state: PartitionState) -> tuple[Violation, ...]:
         return tuple(Violation(v.rule, v.detail) for v in properties.violations(self.partition, state))

@@ -15,8 +15,10 @@ from array import array
 from collections.abc import Iterable, Iterator
 
 import msgspec
+import numpy as np
 
 from conformance.explore.engine import Violation
+from conformance.explore.packed import Packed
 from model import choices, network, properties, symmetry
 from model import node as nodes
 from model.cluster import (
@@ -67,6 +69,13 @@ class Interned:
         self.fps: list[int] = []
         self.by_fp: dict[int, int] = {}
         self.encodings: dict[int, bytes] = {}
+        self._fp_array = np.zeros(0, dtype=np.int64)
+
+    def fp_array(self) -> np.ndarray:
+        """The fingerprints by id as an array (grown as values are added): what pack() indexes."""
+        if len(self._fp_array) < len(self.fps):
+            self._fp_array = np.concatenate((self._fp_array, np.array(self.fps[len(self._fp_array) :], dtype=np.int64)))
+        return self._fp_array
 
     def id(self, value: object) -> int:
         found = self.ids.get(value)
@@ -314,48 +323,54 @@ class KraftSystem:
             history=self.histories.values[state[self.size]],
         )
 
-    def pack(self, state: tuple[int, ...]) -> bytes:
-        """The state as its parts' stable fingerprints (8 bytes each), meaningful in every process
+    def pack(self, states: list[tuple[int, ...]]) -> Packed:
+        """The states as their parts' stable fingerprints (8 bytes each), meaningful in every process
         that has been given the parts (see parts() and learn()): what the sharded and Spark engines send."""
-        size = self.size
-        node_fps, message_fps = self.nodes.fps, self.messages.fps
-        fps = [node_fps[n] for n in state[:size]]
-        fps.append(self.histories.fps[state[size]])
-        fps += [message_fps[m] for m in state[size + 1 :]]
-        return array("q", fps).tobytes()
+        ids, ends, kinds = self._laid_out(states)
+        fps = np.empty(len(ids), dtype=np.int64)
+        for kind, interned in zip(kinds, self._interned()):
+            fps[kind] = interned.fp_array()[ids[kind]]
+        return Packed(fps.tobytes(), (ends * 8).tobytes())
 
-    def parts(self, states: Iterable[tuple[int, ...]]) -> list[tuple[int, int, bytes]]:
+    def _interned(self) -> tuple[Interned, Interned, Interned]:
+        return self.nodes, self.histories, self.messages  # a part's kind is its place here
+
+    def _laid_out(self, states: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+        """States end to end: their ids, where each ends, and which places hold each kind of part."""
+        ids = array("q")
+        for state in states:
+            ids.extend(state)
+        ends = np.cumsum(np.fromiter(map(len, states), dtype=np.int64, count=len(states)))
+        return np.frombuffer(ids, dtype=np.int64), ends, self._kinds(ends, len(ids))
+
+    def _kinds(self, ends: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Of states laid end to end, which places hold node states, the history, messages."""
+        lengths = np.diff(ends, prepend=0)
+        place = np.arange(total) - np.repeat(ends - lengths, lengths)
+        return place < self.size, place == self.size, place > self.size
+
+    def parts(self, states: list[tuple[int, ...]]) -> list[tuple[int, int, bytes]]:
         """(fingerprint, kind, encoding) of every part of some states, once each: what another
         process needs to unpack them."""
+        ids, _ends, kinds = self._laid_out(states)
         return [
             (interned.fps[value_id], kind, interned.encoded(value_id))
-            for kind, (interned, ids) in enumerate(zip((self.nodes, self.histories, self.messages), self.part_ids(states)))
-            for value_id in ids
+            for kind, (interned, places) in enumerate(zip(self._interned(), kinds))
+            for value_id in np.unique(ids[places]).tolist()
         ]
 
-    def part_ids(self, states: Iterable[tuple[int, ...]]) -> tuple[set[int], set[int], set[int]]:
-        """The ids of the node states, histories and messages some states are made of."""
-        size = self.size
-        node_ids, history_ids, message_ids = set(), set(), set()
-        for state in states:
-            node_ids.update(state[:size])
-            history_ids.add(state[size])
-            message_ids.update(state[size + 1 :])
-        return node_ids, history_ids, message_ids
-
     def learn(self, fp: int, kind: int, encoded: bytes) -> None:
-        (self.nodes, self.histories, self.messages)[kind].learn(fp, encoded)
+        self._interned()[kind].learn(fp, encoded)
 
-    def unpack(self, packed: bytes) -> tuple[int, ...]:
-        """A packed state in this process's ids; its parts must have been learned. pack(unpack(p)) == p."""
-        return self.translated(array("q", packed), (self.nodes.by_fp, self.histories.by_fp, self.messages.by_fp))
-
-    def translated(self, state, names: tuple[dict, dict, dict]) -> tuple[int, ...]:
-        """A state whose parts are named otherwise (their fingerprints, another process's ids), in
-        this process's ids: `names` maps them, per kind (node states, histories, messages)."""
-        nodes, histories, messages = names
-        size = self.size
-        return tuple(map(nodes.__getitem__, state[:size])) + (histories[state[size]],) + tuple(map(messages.__getitem__, state[size + 1 :]))
+    def unpack(self, packed: Packed) -> list[tuple[int, ...]]:
+        """Packed states in this process's ids; their parts must have been learned. pack(unpack(p)) == p."""
+        fps = np.frombuffer(packed.data, dtype=np.int64)
+        ends = packed.offsets() // 8
+        ids = np.empty(len(fps), dtype=np.int64)
+        for kind, interned in zip(self._kinds(ends, len(fps)), self._interned()):
+            ids[kind] = list(map(interned.by_fp.__getitem__, fps[kind].tolist()))
+        ids, ends = ids.tolist(), ends.tolist()
+        return [tuple(ids[start:end]) for start, end in zip([0, *ends[:-1]], ends)]
 
     def action(self, key: tuple) -> Action:
         """The model.cluster action an explorer action key (kind, what, picks) stands for."""

@@ -47,6 +47,7 @@ from conformance.explore.engine import (
     without_cycle_collection,
 )
 from conformance.explore.frontier import Level
+from conformance.explore.packed import Packed
 from conformance.explore.visited import SEGMENTS, Board, Table
 from conformance.explore.workspace import BATCH, Manifest, ResumeError, Workspace, scratch_directory, verified
 from model.config import ConfigError
@@ -60,7 +61,7 @@ class Handover(msgspec.Struct, array_like=True):
 
     fps: bytes
     parts: list[tuple[int, int, bytes]]
-    states: list[bytes]
+    states: Packed
 
 
 class WorkerFailed(RuntimeError):
@@ -128,7 +129,7 @@ class Worker:
         packed = []
         for taker, count in moves:
             fps, states = zip(*itertools.islice(self.remaining, count))
-            packed.append((taker, msgspec.msgpack.encode(Handover(np.array(fps, dtype=np.int64).tobytes(), system.parts(states), list(map(system.pack, states))))))
+            packed.append((taker, msgspec.msgpack.encode(Handover(np.array(fps, dtype=np.int64).tobytes(), system.parts(states), system.pack(states)))))
         return packed
 
     def expand(self, depth: int, received: list[bytes]) -> tuple[int, int, list]:
@@ -145,8 +146,8 @@ class Worker:
             handover = msgspec.msgpack.decode(raw, type=Handover)
             for fp, kind, encoded in handover.parts:
                 system.learn(fp, kind, encoded)
-            for parent_fp, packed in zip(np.frombuffer(handover.fps, dtype=np.int64).tolist(), handover.states):
-                found_fps, found = expand(system.unpack(packed))
+            for parent_fp, state in zip(np.frombuffer(handover.fps, dtype=np.int64).tolist(), system.unpack(handover.states)):
+                found_fps, found = expand(state)
                 add(parent_fp, found_fps, found)
         for parent_fp, state in self.remaining if self.remaining is not None else self.frontier:
             found_fps, found = expand(state)

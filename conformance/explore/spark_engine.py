@@ -3,23 +3,25 @@
 Each of the P partitions owns the states whose fingerprint is its number modulo P, and keeps
 them in files under the search's directory (`--spark-dir`, which every executor mounts): its
 fingerprint table (conformance.explore.visited.Table on disk, labelled by level, never moved),
-each level's new states, and, for counterexamples, their parent links. A level is one Spark job
-of two stages, its lineage starting afresh from those files, so nothing is checkpointed:
+the candidates other partitions sent it, and, for counterexamples, its states' parent links.
+A level is one Spark job of one task per partition, its lineage starting afresh from those files,
+so nothing is shuffled or checkpointed. Task p of level d:
 
-    expand   task p: partition p's level, expanded as the in-process engine does (fingerprints
-             first); the successors every table (read only) has seen before are dropped, the
-             others are built, packed and grouped by owner: one Batch per owner
-    select   task q: the Batches for q (a shuffle of a few records per task) put in q's table;
-             the new states, of those found several times the one of smallest order, are its
-             next level; they are checked, and the task returns its summary
+    select   the candidates sent to p for level d put in p's table; the new states, of those
+             found several times the one of smallest order, are p's level d
+    expand   that level expanded as the in-process engine does (fingerprints first); the
+             successors p's table holds up to level d and the other tables up to d - 1 are
+             dropped, the others are built, packed and sent to their owners for level d + 1:
+             one file per owner, a Batch per chunk of states
 
 A state crosses processes self-contained (System.pack: its parts' stable fingerprints, the
-parts beside them once per Batch). Tasks that run again, after an executor is lost, change no
-result: a table labels each state with the level it was first seen at, so a select that runs
-again finds its own states as new as the first time, and an expand counts as seen only the
-states of earlier levels; a table is written by one task at a time, under a lock, and read
-only while no task writes it. Counts, depth, verdicts and counterexamples equal
-conformance.explore.engine's, for any number of partitions and executors.
+parts beside them once per Batch). The driver learns each level's counts and findings from its
+job; a level after which the search stops (a limit, a violation) has its expansion dropped, so
+counts, depth, verdicts and counterexamples equal conformance.explore.engine's, for any number of
+partitions and executors. A task that runs again, after an executor is lost, changes no result:
+a table labels each state with the level it was first seen at, so a select that runs again finds
+its own states as new as the first time; a table is written by one task at a time and read
+under a lock.
 """
 
 import contextlib
@@ -41,6 +43,7 @@ import msgspec
 import numpy as np
 
 from conformance.explore.frontier import FRAME_LENGTH, read_frames
+from conformance.explore.packed import Packed, joined
 from conformance.explore.engine import Counterexample, Findings, Progress, Result, SearchInterrupted, System, Violation, limit_reached, shortest_path, without_cycle_collection
 from conformance.explore.visited import Table, smallest_parents
 from conformance.spark.session import raised_while_interrupted
@@ -61,7 +64,7 @@ class Batch(msgspec.Struct, array_like=True):
     fps: bytes
     orders: list
     parts: list[tuple[int, int, bytes]]
-    states: list[bytes]
+    states: Packed
     violations: list[tuple[int, str, str]] = []
 
 
@@ -114,16 +117,18 @@ class ByParent:
         return fps, smallest.tolist(), first
 
 
-def states_of(system: System, records: Iterable[tuple]) -> list[tuple[int, object, bytes]]:
-    """A level partition's states (fp, order, packed), its parts learned first."""
-    states = []
+def states_of(system: System, records: Iterable[tuple]) -> list[tuple[int, object, object]]:
+    """A level partition's states (fp, order, state) from its records (see level_records), its
+    parts learned first."""
+    rows = []
     for record in records:
         if type(record[0]) is int:
-            states.append(record)
+            rows.append(record)
         elif record[0] == PARTS:
             for part in record[1]:
                 system.learn(*part)
-    return states
+    states = system.unpack(Packed.of([row[2] for row in rows]))
+    return [(fp, order, state) for (fp, order, _row), state in zip(rows, states)]
 
 
 class Files:
@@ -158,15 +163,17 @@ class Files:
                 fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             yield
 
-    def seen_by(self, fps: np.ndarray, depth: int) -> np.ndarray:
-        """Which fingerprints the tables hold from level `depth` or before."""
+    def seen_by(self, fps: np.ndarray, depth: int, partition: int) -> np.ndarray:
+        """Which fingerprints the tables hold, as partition `partition`'s task expanding level
+        `depth` knows them: its own table up to that level, the others (whose tasks may be
+        selecting it meanwhile) up to the level before; what it misses, the owners drop."""
         seen = np.zeros(len(fps), dtype=bool)
         owners = fps % self.partitions
         with self.locked(range(self.partitions), exclusive=False):
-            for partition in np.unique(owners).tolist():
-                mine = np.flatnonzero(owners == partition)
-                levels = Table.reopen(self.table(partition)).levels_of(fps[mine])
-                seen[mine] = (levels >= 0) & (levels <= depth)
+            for owner in np.unique(owners).tolist():
+                mine = np.flatnonzero(owners == owner)
+                levels = Table.reopen(self.table(owner)).levels_of(fps[mine])
+                seen[mine] = (levels >= 0) & (levels <= (depth if owner == partition else depth - 1))
         return seen
 
     def candidates(self, depth: int, owner: int) -> Path:
@@ -227,72 +234,34 @@ class Files:
         return None
 
 
-def _expand(making: tuple, order: type, files: Files, depth: int, partition: int) -> Iterator[int]:
-    """Partition `partition`'s level `depth` expanded, a chunk of states at a time: per chunk, the
-    successors not seen before (of equal ones the one of smallest order) built and packed and
-    sent to their owners. Yields the successors it made, all counted (`check`'s generated)."""
+def _level(making: tuple, order: type, files: Files, depth: int, partition: int, stop_on_findings: bool, keep_level: bool) -> Iterator[tuple[int, list, int]]:
+    """Partition `partition`'s level `depth`: selected from the candidates sent to it, then
+    expanded (unless its own violations end the search), its successors sent to their owners
+    for the next level. Yields (new states, findings, successors made: `check`'s generated)."""
+    system = built(making)
     with without_cycle_collection(), files.sending(depth + 1, partition) as send:
-        generated = _expanded(built(making), order, files, depth, partition, send)
-    yield generated
+        yield _levelled(system, order, files, depth, partition, send, stop_on_findings, keep_level)
 
 
-def _expanded(system: System, order: type, files: Files, depth: int, partition: int, send: Callable[[int, bytes], None]) -> int:
-    level = files.read_level(depth, partition)
-    if level is None:
-        return 0
-    for part in level.parts:
-        system.learn(*part)
-    expand, unpack, reach = system.expand, system.unpack, system.reach
-    generated = 0
-    rows = zip(np.frombuffer(level.fps, dtype=np.int64).tolist(), level.orders, level.states)
-    for chunk in iter(lambda: list(itertools.islice(rows, CHUNK)), []):  # (fp, order, packed) each
-        chunk.sort(key=_packed)  # states with the same node states next to each other: the model's caches then serve twice as fast
-        found_fps, handles, counts = array("q"), [], []
-        for _parent, _order, packed in chunk:
-            fps, found = expand(unpack(packed))
-            found_fps.extend(fps)
-            handles += found
-            counts.append(len(found))
-        generated += len(handles)
-        keys = np.frombuffer(found_fps, dtype=np.int64)
-        unseen = np.flatnonzero(~files.seen_by(keys, depth))
-        origins = np.repeat(np.arange(len(chunk)), counts)[unseen]
-        indices = unseen - (np.cumsum(counts) - counts)[origins]  # each successor's place among its parent's
-        fps, orders, places = order.smallest(keys[unseen], order.successors(chunk, origins, indices))
-        places = unseen[places]
-        owners = fps % files.partitions
-        for owner in np.unique(owners).tolist():
-            mine = np.flatnonzero(owners == owner)
-            send(owner, batch_of(system, fps[mine], [orders[at] for at in mine.tolist()], [reach(handles[at]) for at in places[mine].tolist()]))
-    return generated
+def _levelled(system: System, order: type, files: Files, depth: int, partition: int, send: Callable[[int, bytes], None], stop_on_findings: bool, keep_level: bool) -> tuple[int, list, int]:
+    level, findings = _selected(system, order, files, depth, partition)
+    if keep_level and len(level.states):
+        files.write(files.level(depth, partition), _encode(level))
+    if findings and stop_on_findings:
+        return len(level.states), findings, 0
+    return len(level.states), findings, _expanded(system, order, files, depth, partition, level, send)
 
 
-def batch_of(system: System, fps: np.ndarray, orders: list, states: list) -> bytes:
-    """States as the Batch an owner receives: packed, with their parts and the properties they violate."""
-    found = [(at, v.rule, v.detail) for at, violated in enumerate(map(system.violations, states)) if violated for v in violated]
-    return _encode(Batch(fps.tobytes(), orders, system.parts(states), list(map(system.pack, states)), found))
-
-
-def _packed(row: tuple) -> bytes:
-    return row[2]
-
-
-def _select(making: tuple, order: type, files: Files, depth: int, partition: int) -> Iterator[tuple[int, list]]:
-    """Partition `partition`'s level `depth`: the Batches sent to it put in its table, its new
-    states (of those found several times, the smallest order's) written with their parent links.
-    Yields (new states, findings)."""
-    with without_cycle_collection():
-        yield _selected(built(making), order, files, depth, partition)
-
-
-def _selected(system: System, order: type, files: Files, depth: int, partition: int) -> tuple[int, list]:
+def _selected(system: System, order: type, files: Files, depth: int, partition: int) -> tuple[Batch, list]:
+    """The candidates sent to the partition for level `depth` put in its table: its new states (of
+    those found several times, the one of smallest order) as a Batch, and the findings among them;
+    their parent links written."""
     batches = list(files.received(depth, partition))
-    if not batches:
-        return 0, []
-    parts = {part[0]: part for batch in batches for part in batch.parts}
-    fps = np.concatenate([np.frombuffer(batch.fps, dtype=np.int64) for batch in batches])
+    for batch in batches:
+        for part in batch.parts:
+            system.learn(*part)
+    fps = np.concatenate([np.frombuffer(batch.fps, dtype=np.int64) for batch in batches]) if batches else np.zeros(0, dtype=np.int64)
     orders = [o for batch in batches for o in batch.orders]
-    packed = [state for batch in batches for state in batch.states]
     found: dict[int, list] = {}
     offset = 0
     for batch in batches:
@@ -304,16 +273,55 @@ def _selected(system: System, order: type, files: Files, depth: int, partition: 
         _first, ours = table.offer(fps, depth)  # ours: first seen at this level, by this task or an earlier attempt at it
     candidates = np.flatnonzero(ours)
     fps, orders, places = order.smallest(fps[candidates], [orders[at] for at in candidates.tolist()])
-    places = candidates[places].tolist()
+    places = candidates[places]
     findings = Findings()
-    for fp, at in zip(fps.tolist(), places):
+    for fp, at in zip(fps.tolist(), places.tolist()):
         if at in found:
             findings.note(depth, fp, tuple(found[at]))
-    if len(fps):
-        files.write(files.level(depth, partition), _encode(Batch(fps.tobytes(), orders, list(parts.values()), [packed[at] for at in places])))
-        if order.links:
-            files.write(files.links(depth, partition), _npy(np.array([fps, orders], dtype=np.int64)))
-    return len(fps), [(d, fp, tuple(v)) for d, fp, v in findings.best.values()]
+    if len(fps) and order.links:
+        files.write(files.links(depth, partition), _npy(np.array([fps, orders], dtype=np.int64)))
+    parts = list({part[0]: part for batch in batches for part in batch.parts}.values())
+    level = Batch(fps.tobytes(), orders, parts, joined([batch.states for batch in batches]).take(places))
+    return level, [(d, fp, tuple(v)) for d, fp, v in findings.best.values()]
+
+
+def _expanded(system: System, order: type, files: Files, depth: int, partition: int, level: Batch, send: Callable[[int, bytes], None]) -> int:
+    """A partition's level expanded, a chunk at a time: per chunk, the successors not seen before
+    (of equal ones the one of smallest order) built and sent to their owners. Returns the
+    successors made, all counted."""
+    expand, reach = system.expand, system.reach
+    fps, orders = np.frombuffer(level.fps, dtype=np.int64).tolist(), level.orders
+    generated = 0
+    for start in range(0, len(fps), CHUNK):
+        at = np.arange(start, min(start + CHUNK, len(fps)))
+        packed = level.states.take(at)
+        unpacked, rows = system.unpack(packed), packed.rows()
+        by_state = sorted(range(len(at)), key=rows.__getitem__)  # states with the same node states next to each other: the model's caches then serve twice as fast
+        chunk = [(fps[start + i], orders[start + i], unpacked[i]) for i in by_state]  # (fp, order, state), as order.successors takes parents
+        found_fps, handles, counts = array("q"), [], []
+        for _fp, _order, state in chunk:
+            successor_fps, found = expand(state)
+            found_fps.extend(successor_fps)
+            handles += found
+            counts.append(len(found))
+        generated += len(handles)
+        keys = np.frombuffer(found_fps, dtype=np.int64)
+        unseen = np.flatnonzero(~files.seen_by(keys, depth, partition))
+        origins = np.repeat(np.arange(len(chunk)), counts)[unseen]
+        indices = unseen - (np.cumsum(counts) - counts)[origins]  # each successor's place among its parent's
+        found_fps, found_orders, places = order.smallest(keys[unseen], order.successors(chunk, origins, indices))
+        places = unseen[places]
+        owners = found_fps % files.partitions
+        for owner in np.unique(owners).tolist():
+            mine = np.flatnonzero(owners == owner)
+            send(owner, batch_of(system, found_fps[mine], [found_orders[at] for at in mine.tolist()], [reach(handles[at]) for at in places[mine].tolist()]))
+    return generated
+
+
+def batch_of(system: System, fps: np.ndarray, orders: list, states: list) -> bytes:
+    """States as the Batch an owner receives: packed, with their parts and the properties they violate."""
+    found = [(at, v.rule, v.detail) for at, violated in enumerate(map(system.violations, states)) if violated for v in violated]
+    return _encode(Batch(fps.tobytes(), orders, system.parts(states), system.pack(states), found))
 
 
 def _npy(array: np.ndarray) -> bytes:
@@ -324,12 +332,12 @@ def _npy(array: np.ndarray) -> bytes:
 
 def level_records(files: Files, depth: int, partition: int) -> Iterator[tuple]:
     """Partition `partition`'s level `depth` as records: its parts (PARTS, parts), then each
-    state (fp, order, packed)."""
+    state (fp, order, packed: a row of System.pack)."""
     level = files.read_level(depth, partition)
     if level is None:
         return
     yield PARTS, level.parts
-    yield from zip(np.frombuffer(level.fps, dtype=np.int64).tolist(), level.orders, level.states)
+    yield from zip(np.frombuffer(level.fps, dtype=np.int64).tolist(), level.orders, level.states.rows())
 
 
 def search_directory(work: str) -> str:
@@ -361,7 +369,7 @@ def explore_spark(
     Counterexample paths are rebuilt in `local` (a fresh system if None), from parent links:
     under another `order` (the corpus search's) there are none. `each_level` sees every level
     the search expands (an RDD of its records, see level_records, partitioned by fingerprint)
-    with its depth, before it is expanded.
+    with its depth, once it is expanded.
     """
     context = session.sparkContext
     start = time.perf_counter()
@@ -379,40 +387,38 @@ def explore_spark(
         if mine:
             with files.sending(0, -1) as send:
                 send(owner, batch_of(local, np.array([fp for fp, _s in mine], dtype=np.int64), [order.initial(fp) for fp, _s in mine], [state for _fp, state in mine]))
-    distinct = depth = 0
+    distinct = depth = level = 0
     generated = len(initial)  # as `check` counts them: every initial state offered
     stopped = None
+    stop_on_findings, keep_levels = not keep_going, each_level is not None  # what the tasks take (not the hook itself)
 
     def each_partition(task: Callable[[int], Iterator]) -> list:
         """A job of one task per partition, its results by partition."""
         return context.parallelize(range(partitions), partitions).mapPartitionsWithIndex(lambda partition, _none: task(partition)).collect()
 
-    def select(level: int) -> int:
-        """Level `level` made of the candidates sent: its new states."""
-        summaries = each_partition(lambda partition: _select(making, order, files, level, partition))
-        for _new, found in summaries:
-            for d, fp, v in found:
-                findings.note(d, fp, (Violation(*v),))
-        shutil.rmtree(files.directory / f"candidates-{level}", ignore_errors=True)
-        return sum(new for new, _found in summaries)
-
     try:
-        distinct = select(0)
         while True:
+            # one job: level `level` selected from the candidates sent, and expanded at once; the
+            # expansion counts only if the search goes on after the level (else it is dropped)
+            summaries = each_partition(lambda partition, d=level: _level(making, order, files, d, partition, stop_on_findings, keep_levels))
+            for _new, found, _generated in summaries:
+                for d, fp, v in found:
+                    findings.note(d, fp, (Violation(*v),))
+            found_new = sum(new for new, _found, _generated in summaries)
+            shutil.rmtree(files.directory / f"candidates-{level}", ignore_errors=True)
+            if level and not found_new:
+                break
+            depth, distinct = level, distinct + found_new
+            if level and progress:
+                progress(Progress(distinct, generated, depth, found_new, time.perf_counter() - start))
             stopped = limit_reached(distinct, max_states, start, max_seconds)
             if findings and not keep_going or stopped:
                 break
+            generated += sum(made for _new, _found, made in summaries)
             if each_level:
-                each_level(context.parallelize([(p, p) for p in range(partitions)], partitions).partitionBy(partitions, fingerprint_partition).mapPartitionsWithIndex(lambda p, _r, d=depth: level_records(files, d, p), preservesPartitioning=True), depth)
-            generated += sum(each_partition(lambda partition, d=depth: _expand(making, order, files, d, partition)))
-            found_new = select(depth + 1)
-            shutil.rmtree(files.directory / f"level-{depth}", ignore_errors=True)  # expanded: its parent links stay
-            if not found_new:
-                break
-            depth += 1
-            distinct += found_new
-            if progress:
-                progress(Progress(distinct, generated, depth, found_new, time.perf_counter() - start))
+                each_level(context.parallelize([(p, p) for p in range(partitions)], partitions).partitionBy(partitions, fingerprint_partition).mapPartitionsWithIndex(lambda p, _r, d=level: level_records(files, d, p), preservesPartitioning=True), level)
+                shutil.rmtree(files.directory / f"level-{level}", ignore_errors=True)
+            level += 1
         seconds = time.perf_counter() - start
         complete = not (findings and not keep_going) and not stopped
         rank = {rule: i for i, rule in enumerate(local.property_ids())}

@@ -139,6 +139,10 @@ def _message(error: BaseException) -> str:
     except Exception:  # noqa: BLE001 - a Py4J error whose JVM is gone cannot describe itself
         text = ""
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if "Traceback (most recent call last):" in text:  # an executor's Python raised: say what, not only that
+        frames = text.rsplit("Traceback (most recent call last):", 1)[1].splitlines()
+        raised = next((line.strip() for line in frames if line.strip() and not line[0].isspace()), "")
+        first = f"{first.removesuffix(':')}: {raised}" if raised and raised not in first else first
     return first or type(error).__name__
 
 
