@@ -1,17 +1,17 @@
-"""Benchmark: the Spark engine against the in-process one, on one configuration (default `faults`,
-1,537,931 states).
+"""Benchmark: the Spark engine against the in-process one, on configurations (default `faults`,
+2,699,561 states, and `tlc-kraft-if4`, 34 million).
 
-Runs the search in-process (one core), sharded (two workers), on Spark local[1] and local[2], and on a standalone
+Runs each search in-process (one core), sharded (two workers), on Spark local[1] and local[2], and on a standalone
 cluster of two one-core workers started on loopback, each run in a process of its own pinned
 to as many CPUs as it has cores (sched_setaffinity, inherited by Spark's JVMs and Python
 workers): unpinned, local[1]'s JVM would work on the second core for free. Prints per run the distinct and generated
 states, depth, wall seconds of the search (the session's start-up apart), distinct states/s
 and per core, then the two figures the engine is held to: the local[2] / local[1] speed-up
 (target 1.7 or more) and Spark's per-core throughput as a share of the in-process engine's
-(target a half or more), and whether every run gave the same counts. Writes the table to
+(target a half or more), and whether every run gave the same counts. Writes each table to
 --out as spark-CONFIG.txt.
 
-    .venv/bin/python benchmarks/spark_scaling.py [--config NAME] [--runs in-process,sharded,local[1],local[2],cluster] [--out DIR]
+    .venv/bin/python benchmarks/spark_scaling.py [--config NAME ...] [--runs in-process,sharded,local[1],local[2],cluster] [--out DIR]
 """
 
 import argparse
@@ -33,8 +33,10 @@ from conformance.explore.sharded import explore_sharded
 from conformance.explore.spark_engine import explore_spark
 from conformance.spark.session import SparkOptions, spark_session
 from conformance.spark.standalone import StandaloneCluster
+from model.config import ConfigError
 
 RUNS = ("in-process", "sharded", "local[1]", "local[2]", "cluster")
+CONFIGS = ("faults", "tlc-kraft-if4")
 CLUSTER_WORKERS = 2
 
 
@@ -89,7 +91,7 @@ def _run(name: str, run: str, partitions: int | None) -> tuple[Result, float, in
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default="faults")
+    parser.add_argument("--config", action="append", help=f"a configuration to measure (repeatable; default {', '.join(CONFIGS)})")
     parser.add_argument("--runs", default=",".join(RUNS), help=f"which runs, comma-separated, of {', '.join(RUNS)} (default all)")
     parser.add_argument("--partitions", type=int, help="Spark partitions (default: the engine's, see check --spark-partitions)")
     parser.add_argument("--out", default="out/benchmarks", help="directory for the table (default out/benchmarks)")
@@ -98,9 +100,29 @@ def main() -> int:
     unknown = sorted(set(runs) - set(RUNS))
     if unknown:
         parser.error(f"unknown runs {', '.join(unknown)}; choose among {', '.join(RUNS)}")
+    configs = args.config or CONFIGS
+    for config in configs:
+        try:
+            resolve(config, {})
+        except ConfigError as error:
+            parser.error(str(error))
+    same = True
+    for config in configs:
+        text = measured(config, runs, args.partitions)
+        same = same and "identical counts across runs: yes" in text
+        print(text, end="", flush=True)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"spark-{config}.txt").write_text(text)
+        print(f"table: {out / f'spark-{config}.txt'}", file=sys.stderr)
+    return 0 if same else 1
+
+
+def measured(config: str, runs: list[str], partitions: int | None) -> str:
+    """One configuration's table and the figures the engine is held to."""
     rows, counts, rate = [], set(), {}
     for run in runs:
-        result, startup, cores = measure(args.config, run, args.partitions)
+        result, startup, cores = measure(config, run, partitions)
         counts.add((result.distinct, result.generated, result.depth))
         rate[run] = result.distinct / result.seconds
         label = f"standalone, {CLUSTER_WORKERS} workers x 1 core" if run == "cluster" else (run if run in ("in-process", "sharded") else "Spark " + run)
@@ -108,18 +130,12 @@ def main() -> int:
             (label, cores, f"{result.distinct:,}", f"{result.generated:,}", result.depth, f"{startup:.1f}", f"{result.seconds:.1f}", f"{rate[run]:,.0f}", f"{rate[run] / cores:,.0f}")
         )
     table = tabulate(rows, headers=("run", "cores", "distinct", "generated", "depth", "start-up s", "search s", "distinct/s", "distinct/s/core"), tablefmt="simple")
-    lines = [table, f"identical counts across runs: {'yes' if len(counts) == 1 else 'NO: ' + repr(counts)}"]
+    lines = [f"{config}:", table, f"identical counts across runs: {'yes' if len(counts) == 1 else 'NO: ' + repr(counts)}"]
     if {"local[1]", "local[2]"} <= rate.keys():
         lines.append(f"local[2] / local[1] speed-up: {rate['local[2]'] / rate['local[1]']:.2f} (target 1.7 or more)")
     if {"in-process", "local[1]"} <= rate.keys():
         lines.append(f"Spark per core / in-process: {rate['local[1]'] / rate['in-process']:.2f} (target 0.5 or more)")
-    text = "\n".join(lines) + "\n"
-    print(text, end="")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"spark-{args.config}.txt").write_text(text)
-    print(f"table: {out / f'spark-{args.config}.txt'}", file=sys.stderr)
-    return 0 if len(counts) == 1 else 1
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -61,7 +61,8 @@ def test_the_spark_benchmark_compares_the_engines_on_pinned_cores(tmp_path):
     command = [sys.executable, str(ROOT / "benchmarks" / "spark_scaling.py"), "--config", "smoke", "--runs", "in-process,sharded,local[1]", "--out", str(tmp_path)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    rows = {line.split("  ")[0]: line.split() for line in result.stdout.splitlines()[2:5]}
+    assert result.stdout.splitlines()[0] == "smoke:"
+    rows = {line.split("  ")[0]: line.split() for line in result.stdout.splitlines()[3:6]}
     assert rows["in-process"][1:5] == ["1", "1,041", "2,246", "21"]  # cores, distinct, generated, depth
     assert rows["sharded"][1:5] == ["2", "1,041", "2,246", "21"]
     assert rows["Spark local[1]"][2:6] == ["1", "1,041", "2,246", "21"]
