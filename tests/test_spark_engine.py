@@ -135,8 +135,9 @@ def test_spark_options_need_the_spark_engine(capsys):
 
 
 def test_standalone_cluster_losing_a_worker_mid_search_changes_no_result(tmp_path):
-    """Two workers on loopback; worker 1 (and its executor) is killed while level 6 runs. Its
-    cached levels and shuffle outputs are recomputed from the checkpoints, and the counts stay."""
+    """Two workers on loopback; worker 1 (and its executor) is killed while level 6 runs. Its tasks
+    run again on the other worker, from the files the tables and candidates are kept in, and the
+    counts stay."""
     with StandaloneCluster(tmp_path / "cluster", workers=2, cores=1, memory="1g") as cluster:
         command = [sys.executable, "-m", "conformance.cli", "check", "--config", "smoke", "--engine", "spark", "--spark-master", cluster.url, "--json", "--out", str(tmp_path / "out")]
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -367,11 +368,11 @@ def test_a_level_run_again_after_a_lost_attempt_keeps_the_same_states(tmp_path):
         lost = run(lambda owner, batch: None)  # an attempt whose candidates were lost
         with files.sending(depth + 1, 0) as send:
             first = run(send)
-        sent = sorted(path.read_bytes() for path in files.candidates(depth + 1, 0).parent.glob("*/*.batches"))
+        sent = sorted(path.read_bytes() for path in files.inbox(depth + 1, 0).parent.glob("*/*.batches"))
         with files.sending(depth + 1, 0) as send:
             again = run(send)
         assert lost == first == again
-        assert sorted(path.read_bytes() for path in files.candidates(depth + 1, 0).parent.glob("*/*.batches")) == sent
+        assert sorted(path.read_bytes() for path in files.inbox(depth + 1, 0).parent.glob("*/*.batches")) == sent
         new, findings, generated = first
         assert findings == []
         if depth and not new:

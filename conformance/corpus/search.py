@@ -40,7 +40,8 @@ class Coverage(Protocol):
     def places(self, state: object, handles: list, fresh: Callable[[ProbeKey], bool]) -> Iterator[tuple[tuple, tuple[str, ...]]]:
         """The places inside a state with the cells met there, each place once and in increasing
         order (the scan order): the probes whose keys are `fresh` here, then the steps to its
-        successors (`handles`, as the system's expand() gives them)."""
+        successors (`handles`, as the system's expand() gives them). `fresh` is asked about every
+        probe key of the state, in order (a search notes there the keys it has met)."""
         ...
 
     def node_inputs(self, keys: list, state: object, within: tuple) -> NodeInputs:

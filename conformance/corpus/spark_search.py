@@ -1,32 +1,39 @@
 """The corpus search on Spark (`traces generate --engine spark`): the places the scan of
-conformance/corpus/search.py keeps, found level by level on the executors.
+conformance/corpus/search.py keeps, found in the Spark engine's own jobs.
 
 The levels are the Spark engine's (conformance/explore/spark_engine.py), ordered by path
 (ByPath): of the ways a state is found, the smallest path wins, the one a scan meets first.
-Before a level is expanded, two jobs find its places:
+A state's places are its steps to its successors and its probes; a probe is a place only where
+its key is met first, in scan order. So the places of level d come in three stages, each in the
+task that has what it needs, one job after the other:
 
-    probes   every state's probe keys with its (path, fp) --partitionBy(key)--> beside the keys
-             probed at earlier levels (one array per partition, co-partitioned) --> each key
-             probed for the first time, with the smallest (path, fp) that has it
-    places   those winners by state fingerprint, beside the level (co-partitioned) --> every
-             place of every state; per partition, then per cell, a cell's CANDIDATES first places
-             --collect--> merged on the driver in level order, as the scan notes them (note_cells)
+    job d      expanding level d: each state's steps (its successors are at hand), and its
+               probe keys, each with the smallest (path, fp) that has it, sent to the key's owner
+    job d + 1  the key's owner: the keys not met at an earlier level (its key table, labelled by
+               level), each won by its smallest (path, fp), sent to that state's owner
+    job d + 2  the state's owner: the probes of the keys its states won (the level kept on file)
 
-A probe key is a 64-bit int, so the probed keys cost 8 bytes each, as the visited states do.
+Each task keeps, per cell, its CANDIDATES first places; the driver merges a level's, its steps and
+probes, and notes them in level order, as the scan does (note_cells). A job more after the last
+level gives the last probes. A probe key is a 64-bit int: the keys met cost 8 bytes each.
 """
 
-from array import array
 from bisect import insort
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from functools import partial
 
+import msgspec
 import numpy as np
 
 from conformance.corpus.cells import CANDIDATES, note_cells
 from conformance.corpus.search import Coverage, Searched, extend
 from conformance.explore.engine import Progress, System
-from conformance.explore.spark_engine import PARTS, built, explore_spark, fingerprint_partition, recipe, states_of
+from conformance.explore.spark_engine import Files, Watching, built, explore_spark, recipe
+from conformance.explore.visited import Table
 from conformance.spark.session import SparkRun
+
+KEYS = "probed"  # the per-partition table of probe keys met, by level
+BIDS, WON = "bids", "won"  # what tasks send about a level: bids for keys (to their owners), keys won (to their states' owners)
 
 
 class ByPath:
@@ -57,119 +64,184 @@ class ByPath:
         return np.array(kept, dtype=np.int64), [best[fp][0] for fp in kept], np.array([best[fp][1] for fp in kept], dtype=np.int64)
 
 
+class Claims(msgspec.Struct, array_like=True):
+    """Probe keys, each with the (path, fp) of a state that has it: a task's bid for each key (to
+    the key's owner), or the keys a state won (to the state's owner)."""
+
+    keys: bytes  # int64
+    paths: list[bytes]
+    fps: bytes  # int64
+
+
+_decode_claims = msgspec.msgpack.Decoder(Claims).decode
+_encode = msgspec.msgpack.Encoder().encode
+
+Kept = dict[str, list]  # per cell, its CANDIDATES first places (path, place inside the state), sorted
+
+
+class Places:
+    """The CANDIDATES first places of each cell, as places come in any order. Places come with the
+    cells met there as a tuple, and few distinct tuples recur: the first places are kept per tuple
+    (one look-up a place), and per cell only at the end."""
+
+    def __init__(self) -> None:
+        self.by_found: dict[tuple[str, ...], list] = {}
+
+    def add(self, found: tuple[str, ...], place: tuple) -> None:
+        first = self.by_found.get(found)
+        if first is None:
+            self.by_found[found] = [place]
+        elif len(first) < CANDIDATES:
+            insort(first, place)
+        elif place < first[-1]:
+            insort(first, place)
+            first.pop()
+
+    def kept(self) -> Kept:
+        return merged([{cell: first for cell in found} for found, first in self.by_found.items()])
+
+
+class CorpusTask:
+    """The corpus search's part of the task of partition `partition`, job `depth` (see the module)."""
+
+    def __init__(self, coverage: Coverage, files: Files, depth: int, partition: int) -> None:
+        self.coverage, self.files, self.depth, self.partition = coverage, files, depth, partition
+        self.steps = Places()
+        self.bids: dict[int, tuple[bytes, int]] = {}  # probe key -> the smallest (path, fp) of this task's level with it
+
+    def expanded(self, chunk: list[tuple], handles: list, counts: list[int]) -> None:
+        places, add, bids = self.coverage.places, self.steps.add, self.bids
+        start = 0
+        for (fp, path, state), count in zip(chunk, counts):
+            mine = (path, fp)
+
+            def bid(key: int) -> bool:
+                """Asked of every probe key of the state (see Coverage.places): none is a place yet."""
+                held = bids.get(key)
+                if held is None or mine < held:
+                    bids[key] = mine
+                return False
+
+            for within, cells in places(state, handles[start : start + count], bid):
+                add(cells, (path, within))
+            start += count
+
+    def done(self) -> tuple[Kept, Kept]:
+        """Level `depth`'s steps, and level `depth - 2`'s probes; the bids sent, the keys won at
+        level `depth - 1` told their states' owners."""
+        self._send(self.depth, BIDS, self.bids)
+        if self.depth >= 1:
+            self._send(self.depth - 1, WON, self._won(self.depth - 1))
+        return self.steps.kept(), self._probes(self.depth - 2) if self.depth >= 2 else {}
+
+    def _send(self, depth: int, kind: str, claims: dict[int, tuple[bytes, int]]) -> None:
+        """Claims to the partitions that own them: bids by key, won keys by state."""
+        keys = np.fromiter(claims, dtype=np.int64, count=len(claims))
+        fps = np.fromiter((fp for _path, fp in claims.values()), dtype=np.int64, count=len(claims))
+        paths = [path for path, _fp in claims.values()]
+        owners = (keys if kind == BIDS else fps) % self.files.partitions
+        with self.files.sending(depth, self.partition, kind) as send:
+            for owner in np.unique(owners).tolist():
+                mine = np.flatnonzero(owners == owner)
+                send(owner, _encode(Claims(keys[mine].tobytes(), [paths[at] for at in mine.tolist()], fps[mine].tobytes())))
+
+    def _won(self, depth: int) -> dict[int, tuple[bytes, int]]:
+        """Of the keys bid for at level `depth`, those met there first, each with its winner."""
+        bids = [_decode_claims(raw) for raw in self.files.received(depth, self.partition, BIDS)]
+        if not bids:
+            return {}
+        keys = np.concatenate([np.frombuffer(b.keys, dtype=np.int64) for b in bids])
+        fps = np.concatenate([np.frombuffer(b.fps, dtype=np.int64) for b in bids]).tolist()
+        paths = [path for b in bids for path in b.paths]
+        with self.files.locked([self.partition], exclusive=True, name=KEYS):
+            _first, ours = Table.reopen(self.files.table(self.partition, KEYS), "r+").offer(keys, depth)
+        won: dict[int, tuple[bytes, int]] = {}
+        for at in np.flatnonzero(ours).tolist():
+            key, mine = int(keys[at]), (paths[at], fps[at])
+            held = won.get(key)
+            if held is None or mine < held:
+                won[key] = mine
+        return won
+
+    def _probes(self, depth: int) -> Kept:
+        """Level `depth`'s probes: those of the keys its states won."""
+        won: dict[int, set[int]] = {}
+        for raw in self.files.received(depth, self.partition, WON):
+            claims = _decode_claims(raw)
+            for key, fp in zip(np.frombuffer(claims.keys, dtype=np.int64).tolist(), np.frombuffer(claims.fps, dtype=np.int64).tolist()):
+                won.setdefault(fp, set()).add(key)
+        level = self.files.read_level(depth, self.partition) if won else None
+        if level is None:
+            return {}
+        kept = Places()
+        system = self.coverage.system
+        for part in level.parts:
+            system.learn(*part)
+        fps = np.frombuffer(level.fps, dtype=np.int64)
+        winners = np.flatnonzero(np.isin(fps, np.fromiter(won, dtype=np.int64, count=len(won))))
+        for at, state in zip(winners.tolist(), system.unpack(level.states.take(winners))):
+            for within, cells in self.coverage.places(state, [], won[int(fps[at])].__contains__):
+                kept.add(cells, (level.orders[at], within))
+        return kept.kept()
+
+
+class CorpusWatch:
+    """The corpus search's watch (spark_engine.Watch), built on a worker from the coverage's recipe."""
+
+    def __init__(self, making: tuple) -> None:
+        self.making = making
+
+    def task(self, files: Files, depth: int, partition: int) -> CorpusTask:
+        return CorpusTask(built(self.making), files, depth, partition)
+
+
 def coverage_system(making: tuple) -> System:
     """The explorer system of a coverage recipe: one object per worker for both."""
     return built(making).system
 
 
-def _probe_candidates(making: tuple, records: Iterable[tuple]) -> Iterator[tuple[int, tuple[bytes, int]]]:
-    """A level partition's probe keys, each with the smallest (path, fp) of its states that has it."""
-    coverage = built(making)
-    system = coverage.system
-    best: dict[int, tuple[bytes, int]] = {}
-    for fp, path, state in states_of(system, records):
-        mine = (path, fp)
-        for key, _position, _message in coverage.probe_keys(state):
-            held = best.get(key)
-            if held is None or mine < held:
-                best[key] = mine
-    return iter(best.items())
-
-
-def _select_fresh(records: Iterable) -> Iterator:
-    """One partition's keys probed for the first time: the array of them, then each (key, (path, fp)).
-    The union brings the arrays of earlier levels' keys and this level's candidates."""
-    probed: set[int] = set()
-    fresh: dict[int, tuple[bytes, int]] = {}
-    for record in records:
-        if type(record) is bytes:
-            probed.update(array("q", record))
-            continue
-        key, mine = record
-        if key not in probed:
-            held = fresh.get(key)
-            if held is None or mine < held:
-                fresh[key] = mine
-    yield array("q", fresh).tobytes()
-    yield from fresh.items()
-
-
-def _places(making: tuple, records: Iterable[tuple]) -> Iterator[tuple[str, list]]:
-    """A level partition's places: per cell its CANDIDATES first (path, place) pairs. The union
-    brings the level (states and parts) and the probe keys each state is the first to have."""
-    coverage = built(making)
-    system = coverage.system
-    level, won = [], {}
-    for record in records:
-        if len(record) == 2 and record[0] != PARTS:
-            won.setdefault(record[0], set()).add(record[1])
-        else:
-            level.append(record)
-    kept: dict[str, list] = {}
-    for fp, path, state in states_of(system, level):
-        for within, found in coverage.places(state, system.expand(state)[1], won.get(fp, set()).__contains__):
-            place = (path, within)
-            for cell in found:
-                first = kept.setdefault(cell, [])
-                if len(first) < CANDIDATES:
-                    insort(first, place)
-                elif place < first[-1]:
-                    insort(first, place)
-                    first.pop()
-    return iter(kept.items())
-
-
-def _first_places(one: list, other: list) -> list:
-    return sorted(one + other)[:CANDIDATES]
-
-
-def _is_array(record: object) -> bool:
-    return type(record) is bytes
+def merged(kept: list[Kept]) -> Kept:
+    """Per cell, the CANDIDATES first places of several."""
+    cells: Kept = {}
+    for one in kept:
+        for cell, places in one.items():
+            cells[cell] = sorted(cells.get(cell, []) + places)[:CANDIDATES]
+    return cells
 
 
 def search_on_spark(spark: SparkRun, make_coverage: Callable[[], Coverage], local: Coverage, max_states: int, progress: Callable[[str], None] | None = None) -> Searched:
     """conformance.corpus.search.search on Spark: the same places, states and completeness.
     `local` is this process's coverage (the initial states come from it)."""
-    from pyspark import StorageLevel
-
-    context = spark.session.sparkContext
-    partitions = spark.partitions
     making = recipe(make_coverage)
     first: dict[str, tuple] = {}
-    probed: list = []  # per level, the keys it probed first: one array per partition
-    held: list = []
+    steps: dict[int, Kept] = {}  # per level expanded, its steps, until its probes come
 
-    def find_places(level, depth: int) -> None:
-        candidates = level.mapPartitions(partial(_probe_candidates, making)).partitionBy(partitions, fingerprint_partition)
-        fresh = context.union([*probed, candidates]).mapPartitions(_select_fresh, preservesPartitioning=True)
-        fresh.persist(StorageLevel.MEMORY_AND_DISK)
-        fresh.checkpoint()
-        held.append(fresh)
-        probed.append(fresh.filter(_is_array))
-        winners = fresh.filter(lambda r: not _is_array(r)).map(lambda pair: (pair[1][1], pair[0])).partitionBy(partitions, fingerprint_partition)
-        places = context.union([level, winners]).mapPartitions(partial(_places, making))
-        for cell, kept in sorted(places.reduceByKey(_first_places).collect()):
-            for place in kept:
-                note_cells(first, (cell,), place)
+    def watched(files: Files, depth: int, results: list[tuple[Kept, Kept]], expanded: bool) -> None:
+        if expanded:
+            steps[depth] = merged([result[0] for result in results])
+        else:
+            files.discard(BIDS, depth)  # the bids of a level not expanded for good
+        if depth >= 2 and depth - 2 in steps:
+            for cell, places in sorted(merged([steps.pop(depth - 2)] + [result[1] for result in results]).items()):
+                for place in places:
+                    note_cells(first, (cell,), place)
+        for kind, level in ((BIDS, depth - 1), (WON, depth - 2), ("level", depth - 2)):
+            files.discard(kind, level)
 
     def report(p: Progress) -> None:
         if progress:
             progress(f"level {p.depth}: {p.distinct:,} states, {len(first):,} cells, {p.seconds:.1f}s")
 
-    try:
-        result = explore_spark(
-            spark.session,
-            partial(coverage_system, making),
-            spark.work,
-            partitions=partitions,
-            keep_going=True,
-            max_states=max_states,
-            progress=report,
-            local=local.system,
-            order=ByPath,
-            each_level=find_places,
-        )
-    finally:
-        for rdd in held:
-            rdd.unpersist()
+    result = explore_spark(
+        spark.session,
+        partial(coverage_system, making),
+        spark.work,
+        partitions=spark.partitions,
+        keep_going=True,
+        max_states=max_states,
+        progress=report,
+        local=local.system,
+        order=ByPath,
+        watching=Watching(recipe(partial(CorpusWatch, making)), (KEYS,), watched),
+    )
     return Searched(first, result.distinct, result.complete)

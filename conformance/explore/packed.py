@@ -35,15 +35,16 @@ class Packed(msgspec.Struct, array_like=True):
         ends = self.offsets()
         if not len(ends) or not len(at):
             return Packed()
-        # whole 8-byte words when every row is made of them (a cluster state's are): 8 times fewer to move
-        unit = 8 if not (ends % 8).any() else 1
-        ends = ends // unit
-        starts = np.concatenate(([0], ends[:-1]))[at]
-        lengths = ends[at] - starts
+        if (ends % 8).any():  # rows of any length: sliced one by one
+            rows = self.rows()
+            return Packed.of([rows[place] for place in at.tolist()])
+        # rows of whole 8-byte words (a cluster state's): moved a word at a time, all at once
+        words = ends // 8
+        starts = np.concatenate(([0], words[:-1]))[at]
+        lengths = words[at] - starts
         new_ends = np.cumsum(lengths)
         index = np.repeat(starts - (new_ends - lengths), lengths) + np.arange(new_ends[-1])
-        data = np.frombuffer(self.data, dtype=np.int64 if unit == 8 else np.uint8)[index]
-        return Packed(data.tobytes(), (new_ends * unit).tobytes())
+        return Packed(np.frombuffer(self.data, dtype=np.int64)[index].tobytes(), (new_ends * 8).tobytes())
 
 
 def joined(packs: list[Packed]) -> Packed:

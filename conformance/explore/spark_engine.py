@@ -28,7 +28,6 @@ import contextlib
 import fcntl
 import hashlib
 import io
-import itertools
 import os
 import pickle
 import secrets
@@ -37,6 +36,7 @@ import time
 import urllib.parse
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple, Protocol
 from pathlib import Path
 
 import msgspec
@@ -49,7 +49,6 @@ from conformance.explore.visited import Table, smallest_parents
 from conformance.spark.session import raised_while_interrupted
 from model.config import ConfigError
 
-PARTS = "parts"  # a record of shared parts: (PARTS, [(fp, kind, encoding), ...])
 CHUNK = 1 << 18  # a level's states an expand task takes at a time: its memory is that many states' successors
 
 _BUILT: dict[str, object] = {}  # per Python worker: the systems (and the like) it has built, by recipe
@@ -70,13 +69,6 @@ class Batch(msgspec.Struct, array_like=True):
 
 _decode_batch = msgspec.msgpack.Decoder(Batch).decode
 _encode = msgspec.msgpack.Encoder().encode
-
-
-def fingerprint_partition(key: int | tuple[str, int]) -> int:
-    """The one partition function of every keyed RDD here (partitioners compare it by identity):
-    a state goes by its fingerprint (a Batch by its partition's number), a parts record
-    (PARTS, partition) to its partition."""
-    return key if type(key) is int else key[1]
 
 
 def recipe(make: Callable[[], object]) -> tuple[str, Callable[[], object]]:
@@ -117,20 +109,6 @@ class ByParent:
         return fps, smallest.tolist(), first
 
 
-def states_of(system: System, records: Iterable[tuple]) -> list[tuple[int, object, object]]:
-    """A level partition's states (fp, order, state) from its records (see level_records), its
-    parts learned first."""
-    rows = []
-    for record in records:
-        if type(record[0]) is int:
-            rows.append(record)
-        elif record[0] == PARTS:
-            for part in record[1]:
-                system.learn(*part)
-    states = system.unpack(Packed.of([row[2] for row in rows]))
-    return [(fp, order, state) for (fp, order, _row), state in zip(rows, states)]
-
-
 class Files:
     """The search's files, in a directory every executor mounts: per partition its table
     (seen-P/), its lock, each level's new states (level-D/P.batch) and parent links (parents-D/P.npy)."""
@@ -138,8 +116,8 @@ class Files:
     def __init__(self, directory: str, partitions: int) -> None:
         self.directory, self.partitions = Path(directory), partitions
 
-    def table(self, partition: int) -> Path:
-        return self.directory / f"seen-{partition}"
+    def table(self, partition: int, name: str = "seen") -> Path:
+        return self.directory / f"{name}-{partition}"
 
     def level(self, depth: int, partition: int) -> Path:
         return self.directory / f"level-{depth}" / f"{partition}.batch"
@@ -147,19 +125,20 @@ class Files:
     def links(self, depth: int, partition: int) -> Path:
         return self.directory / f"parents-{depth}" / f"{partition}.npy"
 
-    def create(self) -> None:
-        """Every partition's table, empty."""
-        for partition in range(self.partitions):
-            self.table(partition).mkdir(parents=True)
-            Table(self.table(partition), on_disk=True).checkpoint()
+    def create(self, tables: Iterable[str] = ("seen",)) -> None:
+        """Every partition's tables, empty: its fingerprints ("seen"), and any a watch keeps."""
+        for name in tables:
+            for partition in range(self.partitions):
+                self.table(partition, name).mkdir(parents=True)
+                Table(self.table(partition, name), on_disk=True).checkpoint()
 
     @contextlib.contextmanager
-    def locked(self, partitions: Iterable[int], exclusive: bool) -> Iterator[None]:
+    def locked(self, partitions: Iterable[int], exclusive: bool, name: str = "seen") -> Iterator[None]:
         """Partitions' tables held: shared by readers, exclusively by their one writer (a select
         that runs again while an earlier attempt still writes waits for it)."""
         with contextlib.ExitStack() as stack:
             for partition in sorted(partitions):
-                lock = stack.enter_context(open(self.directory / f"seen-{partition}.lock", "a"))
+                lock = stack.enter_context(open(self.directory / f"{name}-{partition}.lock", "a"))
                 fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             yield
 
@@ -176,20 +155,21 @@ class Files:
                 seen[mine] = (levels >= 0) & (levels <= (depth if owner == partition else depth - 1))
         return seen
 
-    def candidates(self, depth: int, owner: int) -> Path:
-        """Where the expand tasks leave level `depth`'s candidates for `owner`, a file each."""
-        return self.directory / f"candidates-{depth}" / str(owner)
+    def inbox(self, depth: int, owner: int, kind: str = "candidates") -> Path:
+        """Where tasks leave what they send `owner` about level `depth`, a file each: the
+        candidates for it, or another `kind` of record (a watch's)."""
+        return self.directory / f"{kind}-{depth}" / str(owner)
 
     @contextlib.contextmanager
-    def sending(self, depth: int, sender: int) -> Iterator[Callable[[int, bytes], None]]:
-        """send(owner, batch): a task's Batches for level `depth`, one file per owner, each written
-        whole before it takes its name (a task that runs again writes them again, the same)."""
+    def sending(self, depth: int, sender: int, kind: str = "candidates") -> Iterator[Callable[[int, bytes], None]]:
+        """send(owner, record): a task's records about level `depth`, one file per owner, each
+        written whole before it takes its name (a task that runs again writes them again, the same)."""
         outputs: dict[int, tuple] = {}
         try:
 
             def send(owner: int, batch: bytes) -> None:
                 if owner not in outputs:
-                    final = self.candidates(depth, owner) / f"{sender}.batches"
+                    final = self.inbox(depth, owner, kind) / f"{sender}.batches"
                     final.parent.mkdir(parents=True, exist_ok=True)
                     partial = final.with_suffix(f".{secrets.token_hex(4)}.partial")
                     outputs[owner] = (open(partial, "wb"), partial, final)
@@ -204,12 +184,16 @@ class Files:
                 out.close()
                 partial.unlink(missing_ok=True)
 
-    def received(self, depth: int, owner: int) -> Iterator[Batch]:
-        """The Batches the expand tasks sent `owner` for level `depth`."""
-        directory = self.candidates(depth, owner)
+    def received(self, depth: int, owner: int, kind: str = "candidates") -> Iterator[bytes]:
+        """The records tasks sent `owner` about level `depth`."""
+        directory = self.inbox(depth, owner, kind)
         for path in sorted(directory.glob("*.batches")) if directory.exists() else ():
             for _end, raw in read_frames(path):
-                yield _decode_batch(raw)
+                yield raw
+
+    def discard(self, kind: str, depth: int) -> None:
+        """A level's files of one kind, no longer needed."""
+        shutil.rmtree(self.directory / f"{kind}-{depth}", ignore_errors=True)
 
     def write(self, path: Path, content: bytes) -> None:
         """A file written whole before it takes its name."""
@@ -234,29 +218,61 @@ class Files:
         return None
 
 
-def _level(making: tuple, order: type, files: Files, depth: int, partition: int, stop_on_findings: bool, keep_level: bool) -> Iterator[tuple[int, list, int]]:
+class WatchTask(Protocol):
+    """A watch's part of one task (see Watch)."""
+
+    def expanded(self, chunk: list[tuple], handles: list, counts: list[int]) -> None:
+        """A chunk of the task's level expanded: its states (fp, order, state), then their
+        successors' handles (System.expand), `counts[i]` of them the i-th state's."""
+
+    def done(self) -> object:
+        """The task's end: what the driver's Watching.watched receives from it."""
+
+
+class Watch(Protocol):
+    """Work a search on Spark does beside it, in the same jobs, from what the search has at hand
+    (the corpus search's places: conformance.corpus.spark_search). Built on every worker from a
+    recipe, as the system is; the level files are kept for it."""
+
+    def task(self, files: Files, depth: int, partition: int) -> WatchTask: ...
+
+
+class Watching(NamedTuple):
+    """A watch: the recipe workers build it from, the per-partition tables it keeps beside the
+    search's, and what the driver does with each job's results: watched(files, depth, results
+    by partition, whether level `depth` was expanded for good)."""
+
+    making: tuple
+    tables: tuple[str, ...]
+    watched: Callable[[Files, int, list, bool], None]
+
+
+def _level(making: tuple, order: type, files: Files, depth: int, partition: int, stop_on_findings: bool, watching: tuple | None, search: bool = True) -> Iterator[tuple[int, list, int, object]]:
     """Partition `partition`'s level `depth`: selected from the candidates sent to it, then
     expanded (unless its own violations end the search), its successors sent to their owners
-    for the next level. Yields (new states, findings, successors made: `check`'s generated)."""
+    for the next level; and a watch's part. Yields (new states, findings, successors made:
+    `check`'s generated, what the watch gives)."""
     system = built(making)
+    watch = built(watching).task(files, depth, partition) if watching else None
     with without_cycle_collection(), files.sending(depth + 1, partition) as send:
-        yield _levelled(system, order, files, depth, partition, send, stop_on_findings, keep_level)
+        outcome = _levelled(system, order, files, depth, partition, send, stop_on_findings, watch) if search else (0, [], 0)
+        yield *outcome, watch.done() if watch else None
 
 
-def _levelled(system: System, order: type, files: Files, depth: int, partition: int, send: Callable[[int, bytes], None], stop_on_findings: bool, keep_level: bool) -> tuple[int, list, int]:
+def _levelled(system: System, order: type, files: Files, depth: int, partition: int, send: Callable[[int, bytes], None], stop_on_findings: bool, watch: WatchTask | None = None) -> tuple[int, list, int]:
     level, findings = _selected(system, order, files, depth, partition)
-    if keep_level and len(level.states):
+    if watch and len(level.states):
         files.write(files.level(depth, partition), _encode(level))
     if findings and stop_on_findings:
         return len(level.states), findings, 0
-    return len(level.states), findings, _expanded(system, order, files, depth, partition, level, send)
+    return len(level.states), findings, _expanded(system, order, files, depth, partition, level, send, watch)
 
 
 def _selected(system: System, order: type, files: Files, depth: int, partition: int) -> tuple[Batch, list]:
     """The candidates sent to the partition for level `depth` put in its table: its new states (of
     those found several times, the one of smallest order) as a Batch, and the findings among them;
     their parent links written."""
-    batches = list(files.received(depth, partition))
+    batches = list(map(_decode_batch, files.received(depth, partition)))
     for batch in batches:
         for part in batch.parts:
             system.learn(*part)
@@ -285,7 +301,7 @@ def _selected(system: System, order: type, files: Files, depth: int, partition: 
     return level, [(d, fp, tuple(v)) for d, fp, v in findings.best.values()]
 
 
-def _expanded(system: System, order: type, files: Files, depth: int, partition: int, level: Batch, send: Callable[[int, bytes], None]) -> int:
+def _expanded(system: System, order: type, files: Files, depth: int, partition: int, level: Batch, send: Callable[[int, bytes], None], watch: WatchTask | None) -> int:
     """A partition's level expanded, a chunk at a time: per chunk, the successors not seen before
     (of equal ones the one of smallest order) built and sent to their owners. Returns the
     successors made, all counted."""
@@ -305,6 +321,8 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
             handles += found
             counts.append(len(found))
         generated += len(handles)
+        if watch:
+            watch.expanded(chunk, handles, counts)
         keys = np.frombuffer(found_fps, dtype=np.int64)
         unseen = np.flatnonzero(~files.seen_by(keys, depth, partition))
         origins = np.repeat(np.arange(len(chunk)), counts)[unseen]
@@ -330,16 +348,6 @@ def _npy(array: np.ndarray) -> bytes:
     return out.getvalue()
 
 
-def level_records(files: Files, depth: int, partition: int) -> Iterator[tuple]:
-    """Partition `partition`'s level `depth` as records: its parts (PARTS, parts), then each
-    state (fp, order, packed: a row of System.pack)."""
-    level = files.read_level(depth, partition)
-    if level is None:
-        return
-    yield PARTS, level.parts
-    yield from zip(np.frombuffer(level.fps, dtype=np.int64).tolist(), level.orders, level.states.rows())
-
-
 def search_directory(work: str) -> str:
     """The local path of the work directory (a path, or a file: URL): the tables are files every
     executor maps, so another file system's URL cannot hold them."""
@@ -361,22 +369,21 @@ def explore_spark(
     progress: Callable[[Progress], None] | None = None,
     local: System | None = None,
     order: type = ByParent,
-    each_level: Callable[[object, int], None] | None = None,
+    watching: Watching | None = None,
 ) -> Result:
     """conformance.explore.engine.explore's search on Spark; `work` (a directory every executor
     mounts) receives the search's files, removed at the end.
 
     Counterexample paths are rebuilt in `local` (a fresh system if None), from parent links:
-    under another `order` (the corpus search's) there are none. `each_level` sees every level
-    the search expands (an RDD of its records, see level_records, partitioned by fingerprint)
-    with its depth, once it is expanded.
+    under another `order` (the corpus search's) there are none. `watching` does its work in the
+    search's jobs (see Watch), and in one job more after the last level, for what it still owes.
     """
     context = session.sparkContext
     start = time.perf_counter()
     local = local or make_system()
     making = recipe(make_system)
     files = Files(os.path.join(search_directory(work), f"search-{secrets.token_hex(4)}"), partitions)
-    files.create()
+    files.create(("seen", *(watching.tables if watching else ())))
     findings = Findings()
     initial = local.initial_states()
     seeds: dict[int, object] = {}
@@ -390,7 +397,7 @@ def explore_spark(
     distinct = depth = level = 0
     generated = len(initial)  # as `check` counts them: every initial state offered
     stopped = None
-    stop_on_findings, keep_levels = not keep_going, each_level is not None  # what the tasks take (not the hook itself)
+    stop_on_findings, watch = not keep_going, watching.making if watching else None  # what the tasks take
 
     def each_partition(task: Callable[[int], Iterator]) -> list:
         """A job of one task per partition, its results by partition."""
@@ -400,25 +407,30 @@ def explore_spark(
         while True:
             # one job: level `level` selected from the candidates sent, and expanded at once; the
             # expansion counts only if the search goes on after the level (else it is dropped)
-            summaries = each_partition(lambda partition, d=level: _level(making, order, files, d, partition, stop_on_findings, keep_levels))
-            for _new, found, _generated in summaries:
+            summaries = each_partition(lambda partition, d=level: _level(making, order, files, d, partition, stop_on_findings, watch))
+            for _new, found, _generated, _watched in summaries:
                 for d, fp, v in found:
                     findings.note(d, fp, (Violation(*v),))
-            found_new = sum(new for new, _found, _generated in summaries)
-            shutil.rmtree(files.directory / f"candidates-{level}", ignore_errors=True)
-            if level and not found_new:
+            found_new = sum(summary[0] for summary in summaries)
+            files.discard("candidates", level)
+            ended = level > 0 and not found_new
+            if not ended:
+                depth, distinct = level, distinct + found_new
+                if level and progress:
+                    progress(Progress(distinct, generated, depth, found_new, time.perf_counter() - start))
+                stopped = limit_reached(distinct, max_states, start, max_seconds)
+                ended = bool(findings and not keep_going or stopped)
+            if not ended:
+                generated += sum(summary[2] for summary in summaries)
+            if watching:
+                watching.watched(files, level, [summary[3] for summary in summaries], not ended)
+            if ended:
                 break
-            depth, distinct = level, distinct + found_new
-            if level and progress:
-                progress(Progress(distinct, generated, depth, found_new, time.perf_counter() - start))
-            stopped = limit_reached(distinct, max_states, start, max_seconds)
-            if findings and not keep_going or stopped:
-                break
-            generated += sum(made for _new, _found, made in summaries)
-            if each_level:
-                each_level(context.parallelize([(p, p) for p in range(partitions)], partitions).partitionBy(partitions, fingerprint_partition).mapPartitionsWithIndex(lambda p, _r, d=level: level_records(files, d, p), preservesPartitioning=True), level)
-                shutil.rmtree(files.directory / f"level-{level}", ignore_errors=True)
             level += 1
+        if watching:  # the job after the last: what the watch owes for the levels before
+            level += 1
+            summaries = each_partition(lambda partition, d=level: _level(making, order, files, d, partition, stop_on_findings, watch, search=False))
+            watching.watched(files, level, [summary[3] for summary in summaries], False)
         seconds = time.perf_counter() - start
         complete = not (findings and not keep_going) and not stopped
         rank = {rule: i for i, rule in enumerate(local.property_ids())}
