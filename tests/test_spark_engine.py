@@ -361,19 +361,20 @@ def test_a_level_run_again_after_a_lost_attempt_keeps_the_same_states(tmp_path):
         send(0, spark_engine.batch_of(system, np.array([fp], dtype=np.int64), [fp], [state]))
     depth, outcomes = 0, []
 
-    def run(send) -> tuple[int, list, int]:
-        return spark_engine._levelled(system, spark_engine.ByParent, files, depth, 0, send, True, False)
+    def run() -> tuple:
+        return next(spark_engine._level(making, spark_engine.ByParent, files, depth, 0, True, None, True, True))
+
+    def sent() -> list[bytes]:
+        return sorted(path.read_bytes() for path in files.inbox(depth + 1, 0).parent.glob("*/*.batches"))
 
     while True:
-        lost = run(lambda owner, batch: None)  # an attempt whose candidates were lost
-        with files.sending(depth + 1, 0) as send:
-            first = run(send)
-        sent = sorted(path.read_bytes() for path in files.inbox(depth + 1, 0).parent.glob("*/*.batches"))
-        with files.sending(depth + 1, 0) as send:
-            again = run(send)
-        assert lost == first == again
-        assert sorted(path.read_bytes() for path in files.inbox(depth + 1, 0).parent.glob("*/*.batches")) == sent
-        new, findings, generated = first
+        lost = run()
+        files.discard("candidates", depth + 1)  # an attempt whose candidates were lost
+        first = run()
+        candidates = sent()
+        again = run()
+        assert lost == first == again and sent() == candidates
+        new, findings, generated, _sent, _watched = first
         assert findings == []
         if depth and not new:
             break

@@ -126,13 +126,14 @@ class CorpusTask:
                 add(cells, (path, within))
             start += count
 
-    def done(self) -> tuple[Kept, Kept]:
-        """Level `depth`'s steps, and level `depth - 2`'s probes; the bids sent, the keys won at
-        level `depth - 1` told their states' owners."""
+    def done(self, selected: bool) -> tuple[Kept, Kept]:
+        """Level `depth`'s steps, its bids sent; and where the job selected level `depth` (the
+        job after level `depth - 1`'s), the keys won at level `depth - 1` told their states'
+        owners and level `depth - 2`'s probes."""
         self._send(self.depth, BIDS, self.bids)
-        if self.depth >= 1:
+        if selected and self.depth >= 1:
             self._send(self.depth - 1, WON, self._won(self.depth - 1))
-        return self.steps.kept(), self._probes(self.depth - 2) if self.depth >= 2 else {}
+        return self.steps.kept(), self._probes(self.depth - 2) if selected and self.depth >= 2 else {}
 
     def _send(self, depth: int, kind: str, claims: dict[int, tuple[bytes, int]]) -> None:
         """Claims to the partitions that own them: bids by key, won keys by state."""

@@ -225,8 +225,9 @@ class WatchTask(Protocol):
         """A chunk of the task's level expanded: its states (fp, order, state), then their
         successors' handles (System.expand), `counts[i]` of them the i-th state's."""
 
-    def done(self) -> object:
-        """The task's end: what the driver's Watching.watched receives from it."""
+    def done(self, selected: bool) -> object:
+        """The task's end (`selected`: its job selected level `depth`, else only expanded it):
+        what the driver's Watching.watched receives from it."""
 
 
 class Watch(Protocol):
@@ -247,25 +248,29 @@ class Watching(NamedTuple):
     watched: Callable[[Files, int, list, bool], None]
 
 
-def _level(making: tuple, order: type, files: Files, depth: int, partition: int, stop_on_findings: bool, watching: tuple | None, search: bool = True) -> Iterator[tuple[int, list, int, object]]:
-    """Partition `partition`'s level `depth`: selected from the candidates sent to it, then
-    expanded (unless its own violations end the search), its successors sent to their owners
-    for the next level; and a watch's part. Yields (new states, findings, successors made:
-    `check`'s generated, what the watch gives)."""
+def _level(making: tuple, order: type, files: Files, depth: int, partition: int, stop_on_findings: bool, watching: tuple | None, select: bool, expand: bool) -> Iterator[tuple]:
+    """Partition `partition`'s level `depth`: selected from the candidates sent to it, and expanded
+    (unless its own violations end the search), its successors sent to their owners for the next
+    level; and a watch's part. A job may select only (the level then kept on file) or expand only
+    (a level selected before). Yields (new states, findings, successors made: `check`'s
+    generated, successors sent, what the watch gives)."""
     system = built(making)
     watch = built(watching).task(files, depth, partition) if watching else None
     with without_cycle_collection(), files.sending(depth + 1, partition) as send:
-        outcome = _levelled(system, order, files, depth, partition, send, stop_on_findings, watch) if search else (0, [], 0)
-        yield *outcome, watch.done() if watch else None
-
-
-def _levelled(system: System, order: type, files: Files, depth: int, partition: int, send: Callable[[int, bytes], None], stop_on_findings: bool, watch: WatchTask | None = None) -> tuple[int, list, int]:
-    level, findings = _selected(system, order, files, depth, partition)
-    if watch and len(level.states):
-        files.write(files.level(depth, partition), _encode(level))
-    if findings and stop_on_findings:
-        return len(level.states), findings, 0
-    return len(level.states), findings, _expanded(system, order, files, depth, partition, level, send, watch)
+        new, findings, made = 0, [], (0, 0)
+        if select:
+            level, findings = _selected(system, order, files, depth, partition)
+            new = len(level.states)
+            if new and (watch or not expand):
+                files.write(files.level(depth, partition), _encode(level))
+        else:
+            level = files.read_level(depth, partition)
+            for part in level.parts if level else ():
+                system.learn(*part)
+        if expand and level is not None and not (findings and stop_on_findings):
+            made = _expanded(system, order, files, depth, partition, level, send, watch)
+        watched = watch.done(select) if watch else None
+    yield new, findings, *made, watched  # once its files are in place
 
 
 def _selected(system: System, order: type, files: Files, depth: int, partition: int) -> tuple[Batch, list]:
@@ -301,13 +306,13 @@ def _selected(system: System, order: type, files: Files, depth: int, partition: 
     return level, [(d, fp, tuple(v)) for d, fp, v in findings.best.values()]
 
 
-def _expanded(system: System, order: type, files: Files, depth: int, partition: int, level: Batch, send: Callable[[int, bytes], None], watch: WatchTask | None) -> int:
+def _expanded(system: System, order: type, files: Files, depth: int, partition: int, level: Batch, send: Callable[[int, bytes], None], watch: WatchTask | None) -> tuple[int, int]:
     """A partition's level expanded, a chunk at a time: per chunk, the successors not seen before
     (of equal ones the one of smallest order) built and sent to their owners. Returns the
-    successors made, all counted."""
+    successors made, all counted, and those sent."""
     expand, reach = system.expand, system.reach
     fps, orders = np.frombuffer(level.fps, dtype=np.int64).tolist(), level.orders
-    generated = 0
+    generated = sent = 0
     for start in range(0, len(fps), CHUNK):
         at = np.arange(start, min(start + CHUNK, len(fps)))
         packed = level.states.take(at)
@@ -329,11 +334,12 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
         indices = unseen - (np.cumsum(counts) - counts)[origins]  # each successor's place among its parent's
         found_fps, found_orders, places = order.smallest(keys[unseen], order.successors(chunk, origins, indices))
         places = unseen[places]
+        sent += len(found_fps)
         owners = found_fps % files.partitions
         for owner in np.unique(owners).tolist():
             mine = np.flatnonzero(owners == owner)
             send(owner, batch_of(system, found_fps[mine], [found_orders[at] for at in mine.tolist()], [reach(handles[at]) for at in places[mine].tolist()]))
-    return generated
+    return generated, sent
 
 
 def batch_of(system: System, fps: np.ndarray, orders: list, states: list) -> bytes:
@@ -397,18 +403,25 @@ def explore_spark(
     distinct = depth = level = 0
     generated = len(initial)  # as `check` counts them: every initial state offered
     stopped = None
+    sent = len(seeds)  # candidates for the next level
     stop_on_findings, watch = not keep_going, watching.making if watching else None  # what the tasks take
 
-    def each_partition(task: Callable[[int], Iterator]) -> list:
-        """A job of one task per partition, its results by partition."""
-        return context.parallelize(range(partitions), partitions).mapPartitionsWithIndex(lambda partition, _none: task(partition)).collect()
+    def job(depth: int, select: bool, expand: bool) -> list[tuple]:
+        """A job of one task per partition (see _level), its results by partition."""
+        return context.parallelize(range(partitions), partitions).mapPartitionsWithIndex(lambda partition, _none: _level(making, order, files, depth, partition, stop_on_findings, watch, select, expand)).collect()
+
+    def watched(depth: int, summaries: list[tuple], expanded: bool) -> None:
+        if watching:
+            watching.watched(files, depth, [summary[4] for summary in summaries], expanded)
 
     try:
         while True:
-            # one job: level `level` selected from the candidates sent, and expanded at once; the
-            # expansion counts only if the search goes on after the level (else it is dropped)
-            summaries = each_partition(lambda partition, d=level: _level(making, order, files, d, partition, stop_on_findings, watch))
-            for _new, found, _generated, _watched in summaries:
+            # A level is one job, selected and expanded at once, when its size cannot end the search
+            # (its new states are at most the candidates sent); else two, its expansion only once
+            # the search goes on. A fused level after which the search stops has its expansion dropped.
+            fused = max_states is None or distinct + sent < max_states
+            summaries = job(level, True, fused)
+            for _new, found, *_rest in summaries:
                 for d, fp, v in found:
                     findings.note(d, fp, (Violation(*v),))
             found_new = sum(summary[0] for summary in summaries)
@@ -420,17 +433,22 @@ def explore_spark(
                     progress(Progress(distinct, generated, depth, found_new, time.perf_counter() - start))
                 stopped = limit_reached(distinct, max_states, start, max_seconds)
                 ended = bool(findings and not keep_going or stopped)
+            if ended:
+                files.discard("candidates", level + 1)  # a dropped expansion's
+            elif not fused:
+                watched(level, summaries, False)
+                summaries = job(level, False, True)
             if not ended:
                 generated += sum(summary[2] for summary in summaries)
-            if watching:
-                watching.watched(files, level, [summary[3] for summary in summaries], not ended)
+                sent = sum(summary[3] for summary in summaries)
+            if not watching:
+                files.discard("level", level)
+            watched(level, summaries, not ended)
             if ended:
                 break
             level += 1
-        if watching:  # the job after the last: what the watch owes for the levels before
-            level += 1
-            summaries = each_partition(lambda partition, d=level: _level(making, order, files, d, partition, stop_on_findings, watch, search=False))
-            watching.watched(files, level, [summary[3] for summary in summaries], False)
+        if watching:  # a job more, selecting nothing: what the watch owes for the levels before
+            watched(level + 1, job(level + 1, True, False), False)
         seconds = time.perf_counter() - start
         complete = not (findings and not keep_going) and not stopped
         rank = {rule: i for i, rule in enumerate(local.property_ids())}
