@@ -358,7 +358,7 @@ def test_a_level_run_again_after_a_lost_attempt_keeps_the_same_states(tmp_path):
     (state,) = system.initial_states()
     fp = system.fingerprint(state)
     with files.sending(0, -1) as send:
-        send(0, spark_engine.batch_of(system, np.array([fp], dtype=np.int64), [fp], [state]))
+        send(0, spark_engine.batch_of(system, np.array([fp], dtype=np.int64), [fp], [state], set()))
     depth, outcomes = 0, []
 
     def run() -> tuple:
@@ -381,3 +381,27 @@ def test_a_level_run_again_after_a_lost_attempt_keeps_the_same_states(tmp_path):
         outcomes.append((new, generated))
         depth += 1
     assert (sum(new for new, _g in outcomes), 1 + sum(g for _n, g in outcomes), depth - 1) == SMOKE
+
+
+def test_a_successor_met_in_several_chunks_of_a_task_crosses_once(tmp_path, monkeypatch):
+    """A task expands its level a chunk at a time, in the order of its successors' parents: a
+    successor met again in a later chunk (at a larger parent) is not sent again. With one
+    partition, the candidates sent for each level are then exactly its new states, however
+    small the chunks; the counts stay the in-process engine's."""
+    from conformance.explore import spark_engine
+
+    monkeypatch.setattr(spark_engine, "CHUNK", 8)
+    making = spark_engine.recipe(functools.partial(system_for, resolve("smoke", {})))
+    files = spark_engine.Files(str(tmp_path / "search"), 1)
+    files.create()
+    system = spark_engine.built(making)
+    (state,) = system.initial_states()
+    fp = system.fingerprint(state)
+    with files.sending(0, -1) as send:
+        send(0, spark_engine.batch_of(system, np.array([fp], dtype=np.int64), [fp], [state], set()))
+    levels = []  # (new, generated, sent) per level
+    while not levels or levels[-1][0]:
+        new, _findings, generated, sent, _watched = next(spark_engine._level(making, spark_engine.ByParent, files, len(levels), 0, True, None, True, True))
+        levels.append((new, generated, sent))
+    assert [sent for _new, _generated, sent in levels[:-1]] == [new for new, _generated, _sent in levels[1:]]
+    assert (sum(new for new, _g, _s in levels), 1 + sum(g for _n, g, _s in levels), len(levels) - 2) == SMOKE

@@ -52,6 +52,12 @@ class ByPath:
         return [extend(parents[origin][1], index) for origin, index in zip(origins.tolist(), indices.tolist())]
 
     @staticmethod
+    def expansion(fps: np.ndarray, paths: list[bytes]) -> np.ndarray:
+        """A level's states in the order of their paths (see ByParent.expansion): a level's paths
+        are of one length, so a smaller path's successors have the smaller paths."""
+        return np.array(sorted(range(len(paths)), key=paths.__getitem__), dtype=np.int64)
+
+    @staticmethod
     def smallest(fps: np.ndarray, paths: list[bytes]) -> tuple[np.ndarray, list[bytes], np.ndarray]:
         """Of candidates, one a fingerprint: the one of smallest path, its path and place (see
         ByParent.smallest); the state kept is that one, as the scan keeps it."""

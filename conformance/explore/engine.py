@@ -58,8 +58,9 @@ class System(Protocol):
     def pack(self, states: list) -> Packed:
         """States as bytes for another process (the sharded and Spark engines), given their parts."""
 
-    def parts(self, states: Iterable) -> list[tuple[int, int, bytes]]:
-        """(fingerprint, kind, encoding) of the shared parts packed states refer to, once each (none if self-contained)."""
+    def parts(self, packed: Packed, known: set[tuple[int, int]]) -> list[tuple[int, int, bytes]]:
+        """(fingerprint, kind, encoding) of the shared parts packed states refer to that `known`
+        ((kind, fingerprint) pairs) lacks, once each, added to `known`; none if self-contained."""
 
     def learn(self, fp: int, kind: int, encoded: bytes) -> None:
         """Take in a part another process sent."""

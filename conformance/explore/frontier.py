@@ -64,10 +64,9 @@ class PartsLog:
         self.out = open(path, "ab")
         self.out.truncate(end)
 
-    def note(self, states: list) -> None:
-        fresh = [(fp, kind, encoded) for fp, kind, encoded in self.system.parts(states) if (kind, fp) not in self.written]
+    def note(self, packed: Packed) -> None:
+        fresh = self.system.parts(packed, self.written)
         if fresh:
-            self.written.update((kind, fp) for fp, kind, _ in fresh)
             write_frame(self.out, fresh)
 
     def sync(self) -> None:
@@ -104,8 +103,9 @@ class Level:
             self._spill()
 
     def _spill(self) -> None:
-        self.parts.note(self.states)
-        write_frame(self.out, (self.fps.tobytes(), self.system.pack(self.states)))
+        packed = self.system.pack(self.states)
+        self.parts.note(packed)
+        write_frame(self.out, (self.fps.tobytes(), packed))
         self.fps, self.states = array("q"), []
 
     def close(self) -> "Level":

@@ -5,7 +5,7 @@ The state spaces of the named ISR configurations are small, so there is no inter
 symmetry reduction, and they run on the in-process engine.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import msgspec
 
@@ -59,7 +59,7 @@ class IsrSystem:
     def pack(self, states: list[PartitionState]) -> Packed:
         return Packed.of(list(map(_encode, states)))
 
-    def parts(self, states: Iterable[PartitionState]) -> list:
+    def parts(self, packed: Packed, known: set[tuple[int, int]]) -> list:
         return []  # a packed state is self-contained
 
     def learn(self, fp: int, kind: int, encoded: bytes) -> None:

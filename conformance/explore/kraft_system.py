@@ -11,7 +11,6 @@ import bisect
 import hashlib
 import itertools
 import sys
-from array import array
 from collections.abc import Iterable, Iterator
 
 import msgspec
@@ -70,12 +69,27 @@ class Interned:
         self.by_fp: dict[int, int] = {}
         self.encodings: dict[int, bytes] = {}
         self._fp_array = np.zeros(0, dtype=np.int64)
+        self._by_fp_sorted = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))  # fingerprints sorted, and their ids
 
     def fp_array(self) -> np.ndarray:
         """The fingerprints by id as an array (grown as values are added): what pack() indexes."""
         if len(self._fp_array) < len(self.fps):
             self._fp_array = np.concatenate((self._fp_array, np.array(self.fps[len(self._fp_array) :], dtype=np.int64)))
         return self._fp_array
+
+    def ids_of(self, fps: np.ndarray) -> np.ndarray:
+        """The ids of values by their fingerprints, all at once: what unpack() looks up. The sorted
+        index grows by the values added since the last call, merged in."""
+        ordered, ids = self._by_fp_sorted
+        if len(ids) < len(self.fps):
+            added = np.arange(len(ids), len(self.fps))
+            added = added[np.argsort(self.fp_array()[added])]
+            places = np.searchsorted(ordered, self.fp_array()[added])
+            ordered, ids = self._by_fp_sorted = (np.insert(ordered, places, self.fp_array()[added]), np.insert(ids, places, added))
+        places = np.minimum(np.searchsorted(ordered, fps), len(ordered) - 1)
+        if len(fps) and (not len(ordered) or (ordered[places] != fps).any()):
+            raise KeyError(f"a {self.kind.__name__} not learned: its parts must be learned before states are unpacked")
+        return ids[places]
 
     def id(self, value: object) -> int:
         found = self.ids.get(value)
@@ -337,11 +351,9 @@ class KraftSystem:
 
     def _laid_out(self, states: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
         """States end to end: their ids, where each ends, and which places hold each kind of part."""
-        ids = array("q")
-        for state in states:
-            ids.extend(state)
         ends = np.cumsum(np.fromiter(map(len, states), dtype=np.int64, count=len(states)))
-        return np.frombuffer(ids, dtype=np.int64), ends, self._kinds(ends, len(ids))
+        total = int(ends[-1]) if len(ends) else 0
+        return np.fromiter(itertools.chain.from_iterable(states), dtype=np.int64, count=total), ends, self._kinds(ends, total)
 
     def _kinds(self, ends: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Of states laid end to end, which places hold node states, the history, messages."""
@@ -349,15 +361,17 @@ class KraftSystem:
         place = np.arange(total) - np.repeat(ends - lengths, lengths)
         return place < self.size, place == self.size, place > self.size
 
-    def parts(self, states: list[tuple[int, ...]]) -> list[tuple[int, int, bytes]]:
-        """(fingerprint, kind, encoding) of every part of some states, once each: what another
-        process needs to unpack them."""
-        ids, _ends, kinds = self._laid_out(states)
-        return [
-            (interned.fps[value_id], kind, interned.encoded(value_id))
-            for kind, (interned, places) in enumerate(zip(self._interned(), kinds))
-            for value_id in np.unique(ids[places]).tolist()
-        ]
+    def parts(self, packed: Packed, known: set[tuple[int, int]]) -> list[tuple[int, int, bytes]]:
+        """(fingerprint, kind, encoding) of the parts of packed states that `known` lacks, once
+        each: what another process needs to unpack them (see System.parts)."""
+        fps = np.frombuffer(packed.data, dtype=np.int64)
+        found = []
+        for kind, (interned, places) in enumerate(zip(self._interned(), self._kinds(packed.offsets() // 8, len(fps)))):
+            for fp in np.unique(fps[places]).tolist():
+                if (kind, fp) not in known:
+                    known.add((kind, fp))
+                    found.append((fp, kind, interned.encoded(interned.by_fp[fp])))
+        return found
 
     def learn(self, fp: int, kind: int, encoded: bytes) -> None:
         self._interned()[kind].learn(fp, encoded)
@@ -368,7 +382,7 @@ class KraftSystem:
         ends = packed.offsets() // 8
         ids = np.empty(len(fps), dtype=np.int64)
         for kind, interned in zip(self._kinds(ends, len(fps)), self._interned()):
-            ids[kind] = list(map(interned.by_fp.__getitem__, fps[kind].tolist()))
+            ids[kind] = interned.ids_of(fps[kind])
         ids, ends = ids.tolist(), ends.tolist()
         return [tuple(ids[start:end]) for start, end in zip([0, *ends[:-1]], ends)]
 

@@ -129,7 +129,8 @@ class Worker:
         packed = []
         for taker, count in moves:
             fps, states = zip(*itertools.islice(self.remaining, count))
-            packed.append((taker, msgspec.msgpack.encode(Handover(np.array(fps, dtype=np.int64).tobytes(), system.parts(states), system.pack(states)))))
+            rows = system.pack(states)
+            packed.append((taker, msgspec.msgpack.encode(Handover(np.array(fps, dtype=np.int64).tobytes(), system.parts(rows, set()), rows))))
         return packed
 
     def expand(self, depth: int, received: list[bytes]) -> tuple[int, int, list]:

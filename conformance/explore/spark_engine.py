@@ -9,10 +9,11 @@ so nothing is shuffled or checkpointed. Task p of level d:
 
     select   the candidates sent to p for level d put in p's table; the new states, of those
              found several times the one of smallest order, are p's level d
-    expand   that level expanded as the in-process engine does (fingerprints first); the
-             successors p's table holds up to level d and the other tables up to d - 1 are
-             dropped, the others are built, packed and sent to their owners for level d + 1:
-             one file per owner, a Batch per chunk of states
+    expand   that level expanded as the in-process engine does (fingerprints first), a chunk
+             at a time in the order's sequence; the successors p's table holds up to level d,
+             the other tables up to d - 1, and those p sent from an earlier chunk (at a smaller
+             order) are dropped, the others are built, packed and sent to their owners for
+             level d + 1: one file per owner, a Batch per chunk of states
 
 A state crosses processes self-contained (System.pack: its parts' stable fingerprints, the
 parts beside them once per Batch). The driver learns each level's counts and findings from its
@@ -100,6 +101,12 @@ class ByParent:
         """The orders of successors, given each one's parent (its place among `parents`, (fp,
         order, packed) records) and its index among the parent's successors."""
         return np.fromiter((parent[0] for parent in parents), dtype=np.int64, count=len(parents))[origins]
+
+    @staticmethod
+    def expansion(fps: np.ndarray, orders: list) -> np.ndarray:
+        """The places of a level's states in the order they are expanded: that of their
+        successors' orders (a successor's order is its parent's fingerprint)."""
+        return np.argsort(fps, kind="stable")
 
     @staticmethod
     def smallest(fps: np.ndarray, orders: np.ndarray | list) -> tuple[np.ndarray, list, np.ndarray]:
@@ -307,18 +314,23 @@ def _selected(system: System, order: type, files: Files, depth: int, partition: 
 
 
 def _expanded(system: System, order: type, files: Files, depth: int, partition: int, level: Batch, send: Callable[[int, bytes], None], watch: WatchTask | None) -> tuple[int, int]:
-    """A partition's level expanded, a chunk at a time: per chunk, the successors not seen before
-    (of equal ones the one of smallest order) built and sent to their owners. Returns the
-    successors made, all counted, and those sent."""
+    """A partition's level expanded, a chunk at a time in the order's sequence: per chunk, the
+    successors neither seen before nor sent from an earlier chunk (of equal ones the one of
+    smallest order) built and sent to their owners. Returns the successors made, all counted,
+    and those sent."""
     expand, reach = system.expand, system.reach
-    fps, orders = np.frombuffer(level.fps, dtype=np.int64).tolist(), level.orders
+    fps, orders = np.frombuffer(level.fps, dtype=np.int64), level.orders
+    sequence = order.expansion(fps, orders)
+    fps = fps.tolist()
+    met = Table(None)  # the successors this task has sent at this level: met again in a later chunk, they come at a larger order
+    known: dict[int, set] = {}  # per owner, the parts its file carries already
     generated = sent = 0
     for start in range(0, len(fps), CHUNK):
-        at = np.arange(start, min(start + CHUNK, len(fps)))
+        at = sequence[start : start + CHUNK]
         packed = level.states.take(at)
-        unpacked, rows = system.unpack(packed), packed.rows()
+        unpacked, rows, at = system.unpack(packed), packed.rows(), at.tolist()
         by_state = sorted(range(len(at)), key=rows.__getitem__)  # states with the same node states next to each other: the model's caches then serve twice as fast
-        chunk = [(fps[start + i], orders[start + i], unpacked[i]) for i in by_state]  # (fp, order, state), as order.successors takes parents
+        chunk = [(fps[at[i]], orders[at[i]], unpacked[i]) for i in by_state]  # (fp, order, state), as order.successors takes parents
         found_fps, handles, counts = array("q"), [], []
         for _fp, _order, state in chunk:
             successor_fps, found = expand(state)
@@ -333,19 +345,23 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
         origins = np.repeat(np.arange(len(chunk)), counts)[unseen]
         indices = unseen - (np.cumsum(counts) - counts)[origins]  # each successor's place among its parent's
         found_fps, found_orders, places = order.smallest(keys[unseen], order.successors(chunk, origins, indices))
-        places = unseen[places]
+        first, _ours = met.offer(found_fps, depth)
+        kept = np.flatnonzero(first)
+        found_fps, found_orders, places = found_fps[kept], [found_orders[at] for at in kept.tolist()], unseen[places[kept]]
         sent += len(found_fps)
         owners = found_fps % files.partitions
         for owner in np.unique(owners).tolist():
             mine = np.flatnonzero(owners == owner)
-            send(owner, batch_of(system, found_fps[mine], [found_orders[at] for at in mine.tolist()], [reach(handles[at]) for at in places[mine].tolist()]))
+            send(owner, batch_of(system, found_fps[mine], [found_orders[at] for at in mine.tolist()], [reach(handles[at]) for at in places[mine].tolist()], known.setdefault(owner, set())))
     return generated, sent
 
 
-def batch_of(system: System, fps: np.ndarray, orders: list, states: list) -> bytes:
-    """States as the Batch an owner receives: packed, with their parts and the properties they violate."""
+def batch_of(system: System, fps: np.ndarray, orders: list, states: list, known: set[tuple[int, int]]) -> bytes:
+    """States as the Batch an owner receives: packed, with the properties they violate and their
+    parts, those not in `known` (those the batches before it in the owner's file carry)."""
     found = [(at, v.rule, v.detail) for at, violated in enumerate(map(system.violations, states)) if violated for v in violated]
-    return _encode(Batch(fps.tobytes(), orders, system.parts(states), system.pack(states), found))
+    packed = system.pack(states)
+    return _encode(Batch(fps.tobytes(), orders, system.parts(packed, known), packed, found))
 
 
 def _npy(array: np.ndarray) -> bytes:
@@ -399,7 +415,7 @@ def explore_spark(
         mine = [(fp, state) for fp, state in seeds.items() if fp % partitions == owner]
         if mine:
             with files.sending(0, -1) as send:
-                send(owner, batch_of(local, np.array([fp for fp, _s in mine], dtype=np.int64), [order.initial(fp) for fp, _s in mine], [state for _fp, state in mine]))
+                send(owner, batch_of(local, np.array([fp for fp, _s in mine], dtype=np.int64), [order.initial(fp) for fp, _s in mine], [state for _fp, state in mine], set()))
     distinct = depth = level = 0
     generated = len(initial)  # as `check` counts them: every initial state offered
     stopped = None
