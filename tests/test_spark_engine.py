@@ -344,14 +344,12 @@ def test_a_failing_task_is_reported_with_what_its_python_raised():
             raise Py4JError(worker)
 
 
-def test_a_level_run_again_after_a_lost_attempt_keeps_the_same_states(tmp_path):
-    """A level task that runs again (its executor lost after it wrote its table and some of its
-    candidates) finds the same new states and sends the same candidates: a table labels each
-    state with the level that filled it."""
+def _seeded_search(tmp_path) -> tuple:
+    """A one-partition search of `smoke` whose tasks are run by hand: its recipe and its files,
+    the initial state sent for level 0."""
     from conformance.explore import spark_engine
 
-    config = resolve("smoke", {})
-    making = spark_engine.recipe(functools.partial(system_for, config))
+    making = spark_engine.recipe(functools.partial(system_for, resolve("smoke", {})))
     files = spark_engine.Files(str(tmp_path / "search"), 1)
     files.create()
     system = spark_engine.built(making)
@@ -359,6 +357,16 @@ def test_a_level_run_again_after_a_lost_attempt_keeps_the_same_states(tmp_path):
     fp = system.fingerprint(state)
     with files.sending(0, -1) as send:
         send(0, spark_engine.batch_of(system, np.array([fp], dtype=np.int64), [fp], [state], set()))
+    return making, files
+
+
+def test_a_level_run_again_after_a_lost_attempt_keeps_the_same_states(tmp_path):
+    """A level task that runs again (its executor lost after it wrote its table and some of its
+    candidates) finds the same new states and sends the same candidates: a table labels each
+    state with the level that filled it."""
+    from conformance.explore import spark_engine
+
+    making, files = _seeded_search(tmp_path)
     depth, outcomes = 0, []
 
     def run() -> tuple:
@@ -391,14 +399,7 @@ def test_a_successor_met_in_several_chunks_of_a_task_crosses_once(tmp_path, monk
     from conformance.explore import spark_engine
 
     monkeypatch.setattr(spark_engine, "CHUNK", 8)
-    making = spark_engine.recipe(functools.partial(system_for, resolve("smoke", {})))
-    files = spark_engine.Files(str(tmp_path / "search"), 1)
-    files.create()
-    system = spark_engine.built(making)
-    (state,) = system.initial_states()
-    fp = system.fingerprint(state)
-    with files.sending(0, -1) as send:
-        send(0, spark_engine.batch_of(system, np.array([fp], dtype=np.int64), [fp], [state], set()))
+    making, files = _seeded_search(tmp_path)
     levels = []  # (new, generated, sent) per level
     while not levels or levels[-1][0]:
         new, _findings, generated, sent, _watched = next(spark_engine._level(making, spark_engine.ByParent, files, len(levels), 0, True, None, True, True))

@@ -19,7 +19,7 @@ from conformance.corpus.search import ProbeKey, distinct_events, probe_key, succ
 from conformance.corpus.walks import random_walk
 from conformance.explore.check import system_for
 from conformance.explore.configs import IsrCheckConfig
-from conformance.explore.kraft_system import stable_fingerprint
+from conformance.explore.interned import stable_fingerprint
 from model import log as logs
 from model import network
 from model.cluster import Deliver

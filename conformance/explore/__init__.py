@@ -4,6 +4,7 @@ engine        the System protocol, results, and the in-process level-synchronous
 sharded       the same search on several worker processes, with identical results
 spark_engine  the same search on Spark, with identical results
 packed        states packed side by side: what the engines move between processes and to disk
+interned      values stored once with fingerprints stable across processes: a cluster state's parts
 kraft_system  the KRaft cluster (model.cluster) as an explorable system: interned, reduced, symmetric
 isr_system    the ISR partition (model.isr) as an explorable system
 configs       named configurations (configs.toml) and their overrides

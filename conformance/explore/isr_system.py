@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import msgspec
 
 from conformance.explore.engine import Violation
-from conformance.explore.kraft_system import stable_fingerprint
+from conformance.explore.interned import stable_fingerprint
 from conformance.explore.packed import Packed
 from conformance.text import wrapped_table
 from model.cluster import Append, CrashNode, Deliver, RestartNode
