@@ -33,9 +33,10 @@ NEMESES = ("kill", "pause", "partition", "wipe")  # SIGKILL then a restart; SIGS
 # up to the fault's time more, until one written since is acknowledged: a loaded machine elects
 # slowly); then X is killed and its disk wiped (formatted anew), and L and the rest are killed; X
 # and the lagging followers, a majority, restart and elect among themselves, none holding those
-# writes; for the other half L and the rest stay down, then restart and follow. Raft cannot
-# survive this, and the history must show it: acknowledged writes lost (SAFE-6). Never drawn
-# unless asked for.
+# writes; for the other half L and the rest stay down (and on, up to the fault's time more, until
+# the restarted majority has its leader: else L, back first, would win with the writes), then
+# restart and follow. Raft cannot survive this, and the history must show it: acknowledged writes
+# lost (SAFE-6). Never drawn unless asked for.
 DEFAULT_NEMESES = ("kill", "pause", "partition")
 # A partition's shapes, around one node X (the leader where the shape says so):
 #   isolate: X cut from every other node, both ways;
@@ -256,9 +257,17 @@ def wipe(quorum: ControllerQuorum, recorder: Recorder, kind: str, node_id: int, 
     watch(recorder, quorum, lasting, until=lambda: acknowledged_since(recorder, killed))
     act("wipe", [wiped])
     act("kill", rest)
-    act("restart", lagging + [wiped])
+    restarted = lagging + [wiped]
+    act("restart", restarted)
     watch(recorder, quorum, lasting / 2)
+    watch(recorder, quorum, lasting, until=lambda: elected_among(recorder, len(quorum.nodes), restarted, agreed[0] if agreed is not None else -1))
     act("restart", rest)
+
+
+def elected_among(recorder: Recorder, nodes: int, among: list[int], epoch: int) -> bool:
+    """Whether a majority's latest files name a leader from `among` in an epoch past `epoch`."""
+    agreed = history.agreed_leader(recorder.last, nodes)
+    return agreed is not None and agreed[1] in among and agreed[0] > epoch
 
 
 def acknowledged_since(recorder: Recorder, t: float) -> bool:
