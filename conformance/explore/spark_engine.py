@@ -327,10 +327,10 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
     generated = sent = 0
     for start in range(0, len(fps), CHUNK):
         at = sequence[start : start + CHUNK]
-        packed = level.states.take(at)
-        unpacked, rows, at = system.unpack(packed), packed.rows(), at.tolist()
-        by_state = sorted(range(len(at)), key=rows.__getitem__)  # states with the same node states next to each other: the model's caches then serve twice as fast
-        chunk = [(fps[at[i]], orders[at[i]], unpacked[i]) for i in by_state]  # (fp, order, state), as order.successors takes parents
+        rows = level.states.take(at).rows()
+        at = at[sorted(range(len(at)), key=rows.__getitem__)]  # states with the same node states next to each other, and unpacked (laid out in memory) in the order they are expanded: the model's caches serve best
+        unpacked, at = system.unpack(level.states.take(at)), at.tolist()
+        chunk = [(fps[i], orders[i], state) for i, state in zip(at, unpacked)]  # (fp, order, state), as order.successors takes parents
         found_fps, handles, counts = array("q"), [], []
         for _fp, _order, state in chunk:
             successor_fps, found = expand(state)
@@ -347,6 +347,7 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
         found_fps, found_orders, places = order.smallest(keys[unseen], order.successors(chunk, origins, indices))
         first, _ours = met.offer(found_fps, depth)
         kept = np.flatnonzero(first)
+        kept = kept[np.argsort(places[kept], kind="stable")]  # built in the order found, a parent's successors together, as the model's caches like them
         found_fps, found_orders, places = found_fps[kept], [found_orders[at] for at in kept.tolist()], unseen[places[kept]]
         sent += len(found_fps)
         owners = found_fps % files.partitions
