@@ -20,7 +20,7 @@ from conformance.cluster.metadata_log import Batch
 from conformance.cluster.network import Network, NetworkUnavailable
 from conformance.cluster.server_log import Transition
 from conformance.cluster.quorum import free_ports
-from conformance.cluster.run import partition
+from conformance.cluster.run import elected_among, partition
 from conformance.cluster.timeline import timeline_svg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -254,6 +254,20 @@ def test_a_short_run_of_kafka_under_partitions_kills_and_pauses_holds_and_leaves
     report = json.loads(validated.stdout)
     assert validated.returncode in (0, 1) and report["profile"] == "kafka-4.3", validated.stderr
     assert report["observations"] > 1_000 and report["unreadable"] == [] and report["unlinked"] == [] and report["linked"] > 500
+
+
+def test_a_wipe_waits_for_a_leader_the_restarted_majority_elects():
+    """WIPE keeps the old leader down until then: files that still name it (stale, their nodes
+    down), or a leader elected outside the restarted nodes, are not that leader."""
+    def files(*named):
+        return SimpleNamespace(last={node: Sample(t=1.0, node=node, epoch=epoch, leader=leader, voted=-1) for node, epoch, leader in named})
+
+    restarted = [1, 3]  # the wiped node 1 and the lagging node 3; node 2 led epoch 1
+    assert not elected_among(files((1, 1, 2), (2, 1, 2), (3, 1, 2)), 3, restarted, 1)  # every file as it was before the wipe
+    assert not elected_among(files((1, 0, -1), (2, 1, 2), (3, 2, -1)), 3, restarted, 1)  # an election under way
+    assert not elected_among(files((1, 2, 3), (2, 1, 2), (3, 1, 2)), 3, restarted, 1)  # node 3's own file does not name it yet
+    assert not elected_among(files((1, 2, 2), (2, 2, 2), (3, 1, 2)), 3, restarted, 1)  # the old leader back, leading anew
+    assert elected_among(files((1, 2, 3), (2, 1, 2), (3, 2, 3)), 3, restarted, 1)
 
 
 @needs_jvm
