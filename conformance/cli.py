@@ -111,9 +111,11 @@ def add_engine_options(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--spark-dir",
         metavar="DIR",
-        help="with --engine spark: a directory every executor can reach (HDFS, a shared mount) for checkpoints and tables; a run writes a "
-        "new subdirectory there and leaves it (default: a temporary directory on this machine, removed afterwards). A local path must be a "
-        "writable directory or one that can be created, checked before Spark starts; a URL (hdfs://...) is Spark's to reach",
+        help="with --engine spark: a directory every executor can reach, for the search's fingerprint tables and the states it sends "
+        "between partitions (check, traces generate: a mount every executor shares, a path or file: URL; removed when the search ends) and "
+        "certify's tables (HDFS too); a run writes a new subdirectory there and leaves it (default: a temporary directory on this machine, "
+        "removed afterwards). A local path must be a writable directory or one that can be created, checked before Spark starts; another "
+        "file system's URL (hdfs://...) is refused by check and traces generate, and is Spark's to reach for certify",
     )
 
 
