@@ -20,6 +20,17 @@ def test_taking_rows_gives_those_rows_in_that_order(given_rows, data):
     assert packed.take(np.array(at, dtype=np.int64)).rows() == [given_rows[i] for i in at]
 
 
+def test_rows_taken_a_few_at_a_time_are_those_taken_at_once(monkeypatch):
+    """Packed.take moves rows of whole words ROWS_AT_ONCE at a time (its indices bounded): with
+    3 at a time, 10 rows of 1 to 4 words come out as row by row."""
+    from conformance.explore import packed as packed_module
+
+    monkeypatch.setattr(packed_module, "ROWS_AT_ONCE", 3)
+    given_rows = [bytes([i]) * 8 * (1 + i % 4) for i in range(10)]
+    at = [9, 0, 4, 4, 7, 1, 2, 8, 3]
+    assert Packed.of(given_rows).take(np.array(at, dtype=np.int64)).rows() == [given_rows[i] for i in at]
+
+
 @given(st.lists(rows, max_size=5))
 def test_joined_packs_hold_their_rows_one_after_the_other(many):
     assert joined([Packed.of(r) for r in many]).rows() == [row for r in many for row in r]

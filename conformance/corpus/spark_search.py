@@ -41,8 +41,8 @@ class ByPath:
     initial state): the one a breadth-first scan meets first."""
 
     @staticmethod
-    def initial(fp: int) -> bytes:
-        return b""
+    def initial(fps: np.ndarray) -> list[bytes]:
+        return [b""] * len(fps)
 
     links = False  # a path is no parent link
 

@@ -10,9 +10,10 @@ so nothing is shuffled or checkpointed. Task p of level d:
     select   the candidates sent to p for level d put in p's table; the new states, of those
              found several times the one of smallest order, are p's level d
     expand   that level expanded as the in-process engine does (fingerprints first), a chunk
-             at a time in the order's sequence; the successors p's table holds up to level d,
-             the other tables up to d - 1, and those p sent from an earlier chunk (at a smaller
-             order) are dropped, the others are built, packed and sent to their owners for
+             at a time in the order's sequence; the successors the tables hold up to level d
+             (another task may be selecting its level d meanwhile: what it has put in by then
+             is of that level, what not yet its owner drops) and those p sent from an earlier
+             chunk (at a smaller order) are dropped, the others are built, packed and sent to their owners for
              level d + 1: one file per owner, a Batch per chunk of states
 
 A state crosses processes self-contained (System.pack: its parts' stable fingerprints, the
@@ -57,19 +58,50 @@ _BUILT: dict[str, object] = {}  # per Python worker: the systems (and the like) 
 
 class Batch(msgspec.Struct, array_like=True):
     """States bound for one partition: a task's successors for it, or a partition's level on
-    file. Fingerprints (int64 bytes), each state's order (see ByParent), the parts they are made
-    of (System.parts), the states packed (System.pack), and the properties each violates (its
-    place, rule, detail: found where the state was built)."""
+    file. Fingerprints (int64 bytes), each state's order (see ByParent; int64 orders as their
+    bytes, see orders_of), the parts they are made of (System.parts), the states packed
+    (System.pack), and the properties each violates (its place, rule, detail: found where the
+    state was built)."""
 
     fps: bytes
-    orders: list
+    orders: bytes | list
     parts: list[tuple[int, int, bytes]]
     states: Packed
     violations: list[tuple[int, str, str]] = []
 
 
+class Fingerprints(msgspec.Struct, array_like=True):
+    """A Batch's fingerprints, decoded without the rest: what a select offers its table."""
+
+    fps: bytes
+
+
 _decode_batch = msgspec.msgpack.Decoder(Batch).decode
+_decode_fps = msgspec.msgpack.Decoder(Fingerprints).decode
 _encode = msgspec.msgpack.Encoder().encode
+
+
+def orders_of(column: bytes | list) -> np.ndarray | list:
+    """A Batch's orders as the search handles them: int64 orders (ByParent's) as an array, kept
+    and sent as its bytes (a Python int each would be most of a task's memory); others a list."""
+    return np.frombuffer(column, dtype=np.int64) if isinstance(column, bytes) else column
+
+
+def column_of(orders: np.ndarray | list) -> bytes | list:
+    """Orders as a Batch holds them (see orders_of)."""
+    return orders.tobytes() if isinstance(orders, np.ndarray) else orders
+
+
+def taken(orders: np.ndarray | list, at: np.ndarray) -> np.ndarray | list:
+    """The orders at these places."""
+    return orders[at] if isinstance(orders, np.ndarray) else [orders[place] for place in at.tolist()]
+
+
+def joined_orders(columns: list[bytes | list]) -> np.ndarray | list:
+    """The orders of several Batches, one after the other."""
+    if columns and all(isinstance(column, bytes) for column in columns):
+        return np.frombuffer(b"".join(columns), dtype=np.int64)
+    return [order for column in columns for order in orders_of(column)]
 
 
 def recipe(make: Callable[[], object]) -> tuple[str, Callable[[], object]]:
@@ -93,8 +125,8 @@ class ByParent:
     links = True
 
     @staticmethod
-    def initial(fp: int) -> int:
-        return fp  # an initial state is its own parent
+    def initial(fps: np.ndarray) -> np.ndarray:
+        return fps  # an initial state is its own parent
 
     @staticmethod
     def successors(parents: list[tuple], origins: np.ndarray, indices: np.ndarray) -> np.ndarray:
@@ -103,17 +135,16 @@ class ByParent:
         return np.fromiter((parent[0] for parent in parents), dtype=np.int64, count=len(parents))[origins]
 
     @staticmethod
-    def expansion(fps: np.ndarray, orders: list) -> np.ndarray:
+    def expansion(fps: np.ndarray, orders: np.ndarray) -> np.ndarray:
         """The places of a level's states in the order they are expanded: that of their
         successors' orders (a successor's order is its parent's fingerprint)."""
         return np.argsort(fps, kind="stable")
 
     @staticmethod
-    def smallest(fps: np.ndarray, orders: np.ndarray | list) -> tuple[np.ndarray, list, np.ndarray]:
+    def smallest(fps: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Of candidates, one a fingerprint: the fingerprints (sorted), each one's smallest order,
         and the place of a candidate with that fingerprint (any: equal states are equal)."""
-        fps, smallest, first = smallest_parents(fps, np.asarray(orders, dtype=np.int64))
-        return fps, smallest.tolist(), first
+        return smallest_parents(fps, np.asarray(orders, dtype=np.int64))
 
 
 class Files:
@@ -149,17 +180,17 @@ class Files:
                 fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             yield
 
-    def seen_by(self, fps: np.ndarray, depth: int, partition: int) -> np.ndarray:
-        """Which fingerprints the tables hold, as partition `partition`'s task expanding level
-        `depth` knows them: its own table up to that level, the others (whose tasks may be
-        selecting it meanwhile) up to the level before; what it misses, the owners drop."""
+    def seen_by(self, fps: np.ndarray, depth: int) -> np.ndarray:
+        """Which fingerprints the tables hold up to level `depth`. A table whose task is selecting
+        that level meanwhile holds some of its states: a fingerprint labelled `depth` is one of
+        them all the same, and those it misses the owner drops."""
         seen = np.zeros(len(fps), dtype=bool)
         owners = fps % self.partitions
         with self.locked(range(self.partitions), exclusive=False):
             for owner in np.unique(owners).tolist():
                 mine = np.flatnonzero(owners == owner)
                 levels = Table.reopen(self.table(owner)).levels_of(fps[mine])
-                seen[mine] = (levels >= 0) & (levels <= (depth if owner == partition else depth - 1))
+                seen[mine] = (levels >= 0) & (levels <= depth)
         return seen
 
     def inbox(self, depth: int, owner: int, kind: str = "candidates") -> Path:
@@ -283,34 +314,52 @@ def _level(making: tuple, order: type, files: Files, depth: int, partition: int,
 def _selected(system: System, order: type, files: Files, depth: int, partition: int) -> tuple[Batch, list]:
     """The candidates sent to the partition for level `depth` put in its table: its new states (of
     those found several times, the one of smallest order) as a Batch, and the findings among them;
-    their parent links written."""
-    batches = list(map(_decode_batch, files.received(depth, partition)))
-    for batch in batches:
+    their parent links written. The candidates are read a batch at a time, twice: their
+    fingerprints offered to the table, then of their states only the new ones kept (a task holds
+    its level, not every candidate it was sent)."""
+    with files.locked([partition], exclusive=True):
+        table = Table.reopen(files.table(partition), "r+")
+        news = [table.offer(np.frombuffer(_decode_fps(raw).fps, dtype=np.int64), depth)[1] for raw in files.received(depth, partition)]  # first seen at this level, by this task or an earlier attempt at it
+    kept: list[Batch] = []
+    parts: dict[int, tuple] = {}
+    for raw, new in zip(files.received(depth, partition), news):
+        batch = _decode_batch(raw)
         for part in batch.parts:
             system.learn(*part)
-    fps = np.concatenate([np.frombuffer(batch.fps, dtype=np.int64) for batch in batches]) if batches else np.zeros(0, dtype=np.int64)
-    orders = [o for batch in batches for o in batch.orders]
+            parts.setdefault(part[0], part)
+        mine, renumbered = np.flatnonzero(new), np.cumsum(new) - 1
+        violations = [(int(renumbered[at]), rule, detail) for at, rule, detail in batch.violations if new[at]]
+        kept.append(Batch(np.frombuffer(batch.fps, dtype=np.int64)[mine].tobytes(), column_of(taken(orders_of(batch.orders), mine)), [], batch.states.take(mine), violations))
+    fps = np.frombuffer(b"".join(batch.fps for batch in kept), dtype=np.int64)
+    fps, orders, places = order.smallest(fps, joined_orders([batch.orders for batch in kept]))
     found: dict[int, list] = {}
     offset = 0
-    for batch in batches:
+    for batch in kept:
         for at, rule, detail in batch.violations:
             found.setdefault(offset + at, []).append(Violation(rule, detail))
         offset += len(batch.states)
-    with files.locked([partition], exclusive=True):
-        table = Table.reopen(files.table(partition), "r+")
-        _first, ours = table.offer(fps, depth)  # ours: first seen at this level, by this task or an earlier attempt at it
-    candidates = np.flatnonzero(ours)
-    fps, orders, places = order.smallest(fps[candidates], [orders[at] for at in candidates.tolist()])
-    places = candidates[places]
     findings = Findings()
     for fp, at in zip(fps.tolist(), places.tolist()):
         if at in found:
             findings.note(depth, fp, tuple(found[at]))
     if len(fps) and order.links:
         files.write(files.links(depth, partition), _npy(np.array([fps, orders], dtype=np.int64)))
-    parts = list({part[0]: part for batch in batches for part in batch.parts}.values())
-    level = Batch(fps.tobytes(), orders, parts, joined([batch.states for batch in batches]).take(places))
+    level_fps, level_orders, states = _in_kept_order(fps, orders, places, kept)
+    level = Batch(level_fps, level_orders, list(parts.values()), states)
     return level, [(d, fp, tuple(v)) for d, fp, v in findings.best.values()]
+
+
+def _in_kept_order(fps: np.ndarray, orders: np.ndarray | list, places: np.ndarray, kept: list[Batch]) -> tuple[bytes, bytes | list, Packed]:
+    """A level's fingerprints, orders and states in the order they were kept (`places`: among the
+    kept batches' states, one after the other), each batch's taken and let go in turn: the
+    level's states are held twice at most (not three times, and the candidates as well)."""
+    by_place = np.argsort(places, kind="stable")
+    places, bounds, states = places[by_place], np.cumsum([0] + [len(batch.states) for batch in kept]), []
+    for batch, low, high in zip(kept, bounds[:-1].tolist(), bounds[1:].tolist()):
+        first, last = np.searchsorted(places, [low, high]).tolist()
+        states.append(batch.states.take(places[first:last] - low))
+        batch.states = Packed()
+    return fps[by_place].tobytes(), column_of(taken(orders, by_place)), joined(states)
 
 
 def _expanded(system: System, order: type, files: Files, depth: int, partition: int, level: Batch, send: Callable[[int, bytes], None], watch: WatchTask | None) -> tuple[int, int]:
@@ -319,9 +368,8 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
     smallest order) built and sent to their owners. Returns the successors made, all counted,
     and those sent."""
     expand, reach = system.expand, system.reach
-    fps, orders = np.frombuffer(level.fps, dtype=np.int64), level.orders
+    fps, orders = np.frombuffer(level.fps, dtype=np.int64), orders_of(level.orders)
     sequence = order.expansion(fps, orders)
-    fps = fps.tolist()
     met = Table(None)  # the successors this task has sent at this level: met again in a later chunk, they come at a larger order
     known: dict[int, set] = {}  # per owner, the parts its file carries already
     generated = sent = 0
@@ -329,8 +377,8 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
         at = sequence[start : start + CHUNK]
         rows = level.states.take(at).rows()
         at = at[sorted(range(len(at)), key=rows.__getitem__)]  # states with the same node states next to each other, and unpacked (laid out in memory) in the order they are expanded: the model's caches serve best
-        unpacked, at = system.unpack(level.states.take(at)), at.tolist()
-        chunk = [(fps[i], orders[i], state) for i, state in zip(at, unpacked)]  # (fp, order, state), as order.successors takes parents
+        chunk_orders = taken(orders, at)
+        chunk = list(zip(fps[at].tolist(), chunk_orders.tolist() if isinstance(chunk_orders, np.ndarray) else chunk_orders, system.unpack(level.states.take(at))))  # (fp, order, state), as order.successors takes parents
         found_fps, handles, counts = array("q"), [], []
         for _fp, _order, state in chunk:
             successor_fps, found = expand(state)
@@ -341,28 +389,28 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
         if watch:
             watch.expanded(chunk, handles, counts)
         keys = np.frombuffer(found_fps, dtype=np.int64)
-        unseen = np.flatnonzero(~files.seen_by(keys, depth, partition))
+        unseen = np.flatnonzero(~files.seen_by(keys, depth))
         origins = np.repeat(np.arange(len(chunk)), counts)[unseen]
         indices = unseen - (np.cumsum(counts) - counts)[origins]  # each successor's place among its parent's
         found_fps, found_orders, places = order.smallest(keys[unseen], order.successors(chunk, origins, indices))
         first, _ours = met.offer(found_fps, depth)
         kept = np.flatnonzero(first)
         kept = kept[np.argsort(places[kept], kind="stable")]  # built in the order found, a parent's successors together, as the model's caches like them
-        found_fps, found_orders, places = found_fps[kept], [found_orders[at] for at in kept.tolist()], unseen[places[kept]]
+        found_fps, found_orders, places = found_fps[kept], taken(found_orders, kept), unseen[places[kept]]
         sent += len(found_fps)
         owners = found_fps % files.partitions
         for owner in np.unique(owners).tolist():
             mine = np.flatnonzero(owners == owner)
-            send(owner, batch_of(system, found_fps[mine], [found_orders[at] for at in mine.tolist()], [reach(handles[at]) for at in places[mine].tolist()], known.setdefault(owner, set())))
+            send(owner, batch_of(system, found_fps[mine], taken(found_orders, mine), [reach(handles[at]) for at in places[mine].tolist()], known.setdefault(owner, set())))
     return generated, sent
 
 
-def batch_of(system: System, fps: np.ndarray, orders: list, states: list, known: set[tuple[int, int]]) -> bytes:
+def batch_of(system: System, fps: np.ndarray, orders: np.ndarray | list, states: list, known: set[tuple[int, int]]) -> bytes:
     """States as the Batch an owner receives: packed, with the properties they violate and their
     parts, those not in `known` (those the batches before it in the owner's file carry)."""
     found = [(at, v.rule, v.detail) for at, violated in enumerate(map(system.violations, states)) if violated for v in violated]
     packed = system.pack(states)
-    return _encode(Batch(fps.tobytes(), orders, system.parts(packed, known), packed, found))
+    return _encode(Batch(fps.tobytes(), column_of(orders), system.parts(packed, known), packed, found))
 
 
 def _npy(array: np.ndarray) -> bytes:
@@ -416,7 +464,8 @@ def explore_spark(
         mine = [(fp, state) for fp, state in seeds.items() if fp % partitions == owner]
         if mine:
             with files.sending(0, -1) as send:
-                send(owner, batch_of(local, np.array([fp for fp, _s in mine], dtype=np.int64), [order.initial(fp) for fp, _s in mine], [state for _fp, state in mine], set()))
+                fps = np.array([fp for fp, _s in mine], dtype=np.int64)
+                send(owner, batch_of(local, fps, order.initial(fps), [state for _fp, state in mine], set()))
     distinct = depth = level = 0
     generated = len(initial)  # as `check` counts them: every initial state offered
     stopped = None
