@@ -98,10 +98,10 @@ def taken(orders: np.ndarray | list, at: np.ndarray) -> np.ndarray | list:
 
 
 def joined_orders(columns: list[bytes | list]) -> np.ndarray | list:
-    """The orders of several Batches, one after the other."""
-    if columns and all(isinstance(column, bytes) for column in columns):
+    """The orders of several Batches of one search, one after the other."""
+    if columns and isinstance(columns[0], bytes):
         return np.frombuffer(b"".join(columns), dtype=np.int64)
-    return [order for column in columns for order in orders_of(column)]
+    return [order for column in columns for order in column]
 
 
 def recipe(make: Callable[[], object]) -> tuple[str, Callable[[], object]]:
@@ -377,8 +377,7 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
         at = sequence[start : start + CHUNK]
         rows = level.states.take(at).rows()
         at = at[sorted(range(len(at)), key=rows.__getitem__)]  # states with the same node states next to each other, and unpacked (laid out in memory) in the order they are expanded: the model's caches serve best
-        chunk_orders = taken(orders, at)
-        chunk = list(zip(fps[at].tolist(), chunk_orders.tolist() if isinstance(chunk_orders, np.ndarray) else chunk_orders, system.unpack(level.states.take(at))))  # (fp, order, state), as order.successors takes parents
+        chunk = list(zip(fps[at].tolist(), taken(orders, at), system.unpack(level.states.take(at))))  # (fp, order, state), as order.successors takes parents
         found_fps, handles, counts = array("q"), [], []
         for _fp, _order, state in chunk:
             successor_fps, found = expand(state)
