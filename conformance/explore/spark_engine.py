@@ -28,6 +28,7 @@ under a lock.
 
 import contextlib
 import fcntl
+import gc
 import hashlib
 import io
 import os
@@ -308,6 +309,7 @@ def _level(making: tuple, order: type, files: Files, depth: int, partition: int,
         if expand and level is not None and not (findings and stop_on_findings):
             made = _expanded(system, order, files, depth, partition, level, send, watch)
         watched = watch.done(select) if watch else None
+    gc.freeze()  # what the worker keeps for its next tasks (the systems and their caches, millions of objects) out of the cycle collector's walks: a walk between tasks cost up to a second a level
     yield new, findings, *made, watched  # once its files are in place
 
 
