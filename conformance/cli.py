@@ -156,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--max-epoch", type=int, help="largest epoch any node may reach, at least 1")
     check.add_argument("--max-in-flight", type=int, help="most messages in flight at once: 0 for no bound (then a lost message is one never delivered, and losses are not explored apart; duplication and re-sends must be off), else at least 1 and at least voters - 1 (a candidate sends a Vote to every other voter at once)")
     check.add_argument("--crashes", type=int, help="crashes allowed (each crashed node may restart), 0 or more")
+    check.add_argument("--cuts", type=int, help="links a run may cut, one way each (partial partitions: a message sent on a cut link is lost, one in flight waits until it heals), 0 or more")
     check.add_argument("--max-elections", type=int, help="candidacies allowed in a whole run, at least 1 (built-in default: unbounded); ISR system: leader elections, 0 or more")
     check.add_argument("--fetch-max-records", type=int, help="most records per Fetch response, 0 or more (0 = all)")
     check.add_argument("--loss", action=argparse.BooleanOptionalAction, default=None, help="allow message loss")
@@ -176,6 +177,21 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--unflushed-loss", action=argparse.BooleanOptionalAction, default=None, help="ISR system: a power failure of every replica loses records not yet on disk")
     check.add_argument("--workers", type=int, help="worker processes, 1 to 64 (default: one per core, at most 64); counts are identical for any number; ISR configurations run in-process")
     check.add_argument("--keep-going", action="store_true", help="collect a counterexample for every violated property")
+    check.add_argument(
+        "--liveness",
+        action="store_true",
+        help="also check the liveness properties LIVE-1 to LIVE-4 under fairness: faults only in a finite prefix, then every "
+        "message delivered and every fair timer fired while it stays enabled. A violation is a fair cycle that never meets the "
+        "property's goal, printed and saved as a lasso (prefix, then the cycle). Explores the graph without symmetry reduction, "
+        "in memory and in one process (no --workers, --state-dir, --resume or Spark); every safety property is checked on the same states",
+    )
+    check.add_argument(
+        "--fair-timers",
+        type=command_module_type("check", "fair_timers"),
+        metavar="KINDS",
+        help="with --liveness: the timers a fair run must let expire while they stay armed, comma-separated, or none "
+        "(default: all five; fetch_timeout and progress_timeout, which traffic resets, are owed only once their node is quiet: nothing in flight to or from it, no Fetch of it held)",
+    )
     check.add_argument("--max-states", type=int, help="stop after this many distinct states, at least 1: before the next level, once that many are found")
     check.add_argument(
         "--max-seconds",

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from model.cluster import Action, Append, ClusterState, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode
+from model.cluster import Action, Append, ClusterState, CrashNode, CutLink, Deliver, Drop, Fire, HealLink, ResignLeader, RestartNode
 from model.state import NodeState
 
 
@@ -44,6 +44,8 @@ def _bare_action_text(action: Action) -> str:
         return f"node {action.node}: crash"
     if kind is RestartNode:
         return f"node {action.node}: restart"
+    if kind in (CutLink, HealLink):
+        return f"{'cut' if kind is CutLink else 'heal'} link {action.source}->{action.destination}"
     return repr(action)
 
 

@@ -1,7 +1,9 @@
-"""A pure cluster of KRaft nodes: N voters, optional observers, a bag network, crashes, history.
+"""A pure cluster of KRaft nodes: N voters, optional observers, a bag network, crashes,
+partial partitions, history.
 
 The history records what the safety properties need and no node remembers: every (epoch,
-leader) ever elected, every vote ever cast, every record ever committed.
+leader) ever elected, every vote ever cast, every record ever committed; and the links a
+partial partition holds cut.
 """
 
 import msgspec
@@ -28,6 +30,13 @@ class History(msgspec.Struct, frozen=True, kw_only=True):
     appended: int = 0  # client values appended so far
     crashes: int = 0
     elections: int = 0  # candidacies started (each bumps an epoch)
+    # Links a partial partition cut, (source, destination), one way each: a message sent on one
+    # is lost; one in flight when its link is cut waits, undeliverable (it may still be lost),
+    # until the link heals. UNSET while no
+    # link was ever cut, so that a history without partitions encodes (and fingerprints) as
+    # before partitions existed.
+    cut: frozenset[tuple[int, int]] | msgspec.UnsetType = msgspec.UNSET
+    cuts: int | msgspec.UnsetType = msgspec.UNSET  # links cut so far (Bounds.max_cuts)
 
 
 class ClusterState(msgspec.Struct, frozen=True, kw_only=True):
@@ -46,6 +55,7 @@ class Bounds(msgspec.Struct, frozen=True, kw_only=True):
     resign: bool = False
     retries: bool = True  # request timeouts re-send unanswered requests (RETRY-1)
     progress_timeouts: bool = True  # a leader may time out for lack of fetches (PROGRESS-1)
+    max_cuts: int = 0  # links a run may cut, one way each (a partial partition); each may heal
 
 
 # Actions: the environment's choices, one per step of a cluster run. An action that steps a node
@@ -88,7 +98,20 @@ class RestartNode(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     picks: Picks = ()
 
 
-Action = Deliver | Drop | Fire | Append | ResignLeader | CrashNode | RestartNode
+class CutLink(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """A partial partition: messages from `source` to `destination` stop arriving (one way)."""
+
+    source: int
+    destination: int
+
+
+class HealLink(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    source: int
+    destination: int
+
+
+Action = Deliver | Drop | Fire | Append | ResignLeader | CrashNode | RestartNode | CutLink | HealLink
+LINK_ACTIONS = (CutLink, HealLink)
 
 
 class Cluster:
@@ -110,10 +133,10 @@ class Cluster:
 
     def enabled(self, state: ClusterState) -> list[Action]:
         """Every action the environment may take in this state."""
-        actions = message_actions(network.envelopes(state.network), self.bounds)
+        actions = message_actions(network.envelopes(state.network), self.bounds, links_cut(state.history))
         for node_id, config, node in zip(self.ids, self.node_configs, state.nodes):
             actions.extend(node_actions(node_id, config, node, state.history, self.bounds))
-        return actions
+        return actions + link_actions(self.ids, state.history, self.bounds)
 
     def chosen(self, position: int, picks: Picks) -> NodeConfig:
         """The configuration of the node at `position` with `picks` fixed as well."""
@@ -122,8 +145,8 @@ class Cluster:
 
     def alternatives(self, state: ClusterState, action: Action) -> list[Action]:
         """The action under each distinct outcome the specification allows its node's step (the
-        default first, no picks); a drop has one."""
-        if type(action) is Drop:
+        default first, no picks); a drop, a cut and a heal have one."""
+        if type(action) is Drop or type(action) in LINK_ACTIONS:
             return [action]
         node_id, event = event_of(action)
         i = self.index[node_id]
@@ -137,9 +160,11 @@ class Cluster:
         return found
 
     def apply(self, state: ClusterState, action: Action) -> tuple[ClusterState, Transition | None]:
-        """The state after an action, and the node transition it caused (None for a drop)."""
+        """The state after an action, and the node transition it caused (None for a drop, a cut, a heal)."""
         if type(action) is Drop:
             return replace(state, network=network.remove(state.network, action.envelope)), None
+        if type(action) in LINK_ACTIONS:
+            return replace(state, history=linked(state.history, action)), None
         bag = state.network
         if type(action) is Deliver and not action.duplicate:
             bag = network.remove(bag, action.envelope)
@@ -147,20 +172,24 @@ class Cluster:
         i = self.index[node_id]
         before = state.nodes[i]
         transition = nodes.step(self.chosen(i, action.picks), before, event)
+        cut = links_cut(state.history)
         for envelope in outgoing(node_id, event, transition):
-            bag = network.add(bag, envelope)
+            if (envelope.source, envelope.destination) not in cut:  # sent on a cut link: lost
+                bag = network.add(bag, envelope)
         members = state.nodes[:i] + (transition.state,) + state.nodes[i + 1 :]
         history = record(counted(state.history, action), i, node_id, before, transition.state)
         return ClusterState(nodes=members, network=bag, history=history), transition
 
 
-def message_actions(in_flight: list[Envelope], bounds: Bounds) -> list[Action]:
-    """Deliver each distinct message in flight; duplicate or lose it where those faults are on."""
+def message_actions(in_flight: list[Envelope], bounds: Bounds, cut: frozenset[tuple[int, int]] = frozenset()) -> list[Action]:
+    """Deliver each distinct message in flight unless its link is `cut`; duplicate or lose it
+    where those faults are on (a message on a cut link may be lost)."""
     actions: list[Action] = []
     for envelope in in_flight:
-        actions.append(Deliver(envelope=envelope))
-        if bounds.duplication:
-            actions.append(Deliver(envelope=envelope, duplicate=True))
+        if (envelope.source, envelope.destination) not in cut:
+            actions.append(Deliver(envelope=envelope))
+            if bounds.duplication:
+                actions.append(Deliver(envelope=envelope, duplicate=True))
         if bounds.loss:
             actions.append(Drop(envelope=envelope))
     return actions
@@ -184,6 +213,27 @@ def node_actions(node_id: int, config: NodeConfig, node: NodeState, history: His
     if history.crashes < bounds.max_crashes:
         actions.append(CrashNode(node=node_id))
     return actions
+
+
+def links_cut(history: History) -> frozenset[tuple[int, int]]:
+    return history.cut or frozenset()
+
+
+def link_actions(ids: tuple[int, ...], history: History, bounds: Bounds) -> list[Action]:
+    """Heal each link cut; while the bound allows, cut any other (one way)."""
+    cut = links_cut(history)
+    healing: list[Action] = [HealLink(source=source, destination=destination) for source, destination in sorted(cut)]
+    if (history.cuts or 0) >= bounds.max_cuts:
+        return healing
+    return [CutLink(source=s, destination=d) for s in ids for d in ids if s != d and (s, d) not in cut] + healing
+
+
+def linked(history: History, action: CutLink | HealLink) -> History:
+    """The history once a link is cut (charged to Bounds.max_cuts) or healed."""
+    link = (action.source, action.destination)
+    if type(action) is CutLink:
+        return replace(history, cut=links_cut(history) | {link}, cuts=(history.cuts or 0) + 1)
+    return replace(history, cut=links_cut(history) - {link})
 
 
 def event_of(action: Action) -> tuple[int, Event]:

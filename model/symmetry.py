@@ -90,6 +90,7 @@ def rename_history(history: History, names: Mapping[int, int], position: Mapping
         votes=frozenset((rename_id(v, names), epoch, rename_id(c, names)) for v, epoch, c in history.votes),
         committed=tuple((rename_value(record, names), epoch) for record, epoch in history.committed),
         max_epochs=tuple(epochs),
+        **({} if history.cut is msgspec.UNSET else {"cut": frozenset((rename_id(a, names), rename_id(b, names)) for a, b in history.cut)}),
     )
 
 

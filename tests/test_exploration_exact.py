@@ -28,6 +28,8 @@ SCENARIOS = {
         1,
         None,
     ),
+    # a partial partition: one link cut one way, then maybe healed
+    "three-voters-one-cut": (ClusterConfig(voters=(1, 2, 3)), Bounds(client_values=1, retries=False, progress_timeouts=False, max_cuts=1), 1, 1),
 }
 NO_LIMIT = 64  # a bound that never binds: losses are explored as steps of their own
 
@@ -166,7 +168,7 @@ def _first_step_renaming_does_not_commute_with(profile: str, faults: Bounds, see
     walked through is checked to be safe as well."""
     import random
 
-    from model.cluster import Deliver, Drop, ResignLeader
+    from model.cluster import LINK_ACTIONS, Deliver, Drop, ResignLeader
     from model.symmetry import rename_envelope
 
     cluster = Cluster(ClusterConfig(voters=(1, 2, 3), observers=(4,), profile=profile), faults)
@@ -175,6 +177,8 @@ def _first_step_renaming_does_not_commute_with(profile: str, faults: Bounds, see
     def renamed(action):
         if type(action) in (Deliver, Drop):
             return msgspec.structs.replace(action, envelope=rename_envelope(action.envelope, names))
+        if type(action) in LINK_ACTIONS:
+            return msgspec.structs.replace(action, source=names.get(action.source, action.source), destination=names.get(action.destination, action.destination))
         return msgspec.structs.replace(action, node=names.get(action.node, action.node))
 
     for seed in seeds:
@@ -196,11 +200,12 @@ def _first_step_renaming_does_not_commute_with(profile: str, faults: Bounds, see
     ("profile", "progress_timeouts"),
     [("kip595", True), ("kafka-3.7", False), ("kafka-3.9", False), ("kafka-4.3", False)],
 )
-def test_renaming_commutes_with_every_transition_but_resignation(profile, progress_timeouts):
+@pytest.mark.parametrize("cuts", [0, 3], ids=["no-partitions", "partitions"])
+def test_renaming_commutes_with_every_transition_but_resignation(profile, progress_timeouts, cuts):
     """Symmetry is sound: renaming nodes then stepping equals stepping then renaming, under
     every profile whose leaders do not resign (the Kafka profiles' leaders resign on their
-    progress timeout, so those walks leave it out)."""
-    faults = Bounds(client_values=3, duplication=True, max_crashes=2, progress_timeouts=progress_timeouts)
+    progress timeout, so those walks leave it out), links cut and healed included."""
+    faults = Bounds(client_values=3, duplication=True, max_crashes=2, progress_timeouts=progress_timeouts, max_cuts=cuts)
     assert _first_step_renaming_does_not_commute_with(profile, faults, range(30)) is None
 
 

@@ -11,10 +11,15 @@ from conformance.explore.check import VACUOUS, begin_saved_search, check, kept_s
 from conformance.explore.configs import CheckConfig, IsrCheckConfig, check_bound, resolve, worker_count
 from conformance.explore.engine import Progress
 from conformance.explore.isr_system import IsrSystem, steps_table
+from conformance.explore import liveness_summary
 from conformance.explore.kept import ResumeError
+from conformance.explore.kraft_liveness import KraftLiveness
+from conformance.explore.lasso import check_liveness
 from conformance.explore.sharded import WorkerFailed
 from conformance.outputs import check_directory
 from conformance.spark.session import spark_options
+from model import liveness
+from model.events import TimerKind
 from model.config import ConfigError
 
 # Each worker is a process holding its shard of the states; beyond the cores more only cost memory.
@@ -33,6 +38,7 @@ def configuration(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheck
         "max_elections": args.max_elections,
         "fetch_max_records": args.fetch_max_records,
         "max_crashes": args.crashes,
+        "max_cuts": args.cuts,
         "loss": args.loss,
         "duplication": args.duplication,
         "resign": args.resign,
@@ -66,8 +72,65 @@ def resumed(args: argparse.Namespace) -> tuple[str, CheckConfig | IsrCheckConfig
 # The options that fix what a search explores (with --resume, the kept search's own are used).
 CONFIGURATION_OPTIONS = (
     "config", "voters", "observers", "profile", "client_values", "max_epoch", "max_in_flight", "max_elections", "fetch_max_records",
-    "crashes", "loss", "duplication", "resign", "retries", "symmetry", "every_choice", "replicas", "min_isr", "truncation", "unflushed_loss", "workers",
+    "crashes", "cuts", "loss", "duplication", "resign", "retries", "symmetry", "every_choice", "replicas", "min_isr", "truncation", "unflushed_loss", "workers",
 )
+
+
+def fair_timers(text: str) -> frozenset[TimerKind]:
+    """--fair-timers: comma-separated timer kinds, or `none`."""
+    if text.strip() == "none":
+        return frozenset()
+    names = [name.strip() for name in text.split(",")]
+    known = {kind.value for kind in TimerKind}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown timer {', '.join(repr(name) for name in unknown)}; the timers are {', '.join(sorted(known))}, or none")
+    return frozenset(TimerKind(name) for name in names)
+
+
+def liveness_checked(args: argparse.Namespace, name: str, config: CheckConfig | IsrCheckConfig, out: Path) -> int:
+    """--liveness: the fair-cycle search (conformance.explore.lasso) on the unreduced graph, in
+    memory and in one process; every safety property is checked on the same states."""
+    refused = [option for option, given in (("--resume", args.resume), ("--state-dir", args.state_dir), ("--engine spark", args.engine == "spark"), ("--workers", args.workers), ("--keep-going", args.keep_going)) if given]
+    if refused:
+        raise ConfigError(f"--liveness builds the state graph in memory, in one process: {', '.join(refused)} cannot be given with it")
+    if isinstance(config, IsrCheckConfig):
+        raise ConfigError("--liveness checks KRaft configurations; the ISR system states no liveness property")
+    timers = liveness.FAIR_TIMERS if args.fair_timers is None else args.fair_timers
+    live = KraftLiveness(config, timers)
+    tty = sys.stderr.isatty() and not args.json
+
+    def progress(expanded: int, found: int, seconds: float) -> None:
+        print(f"\r  expanded {expanded:,} of {found:,} states found  {expanded / seconds:,.0f} states/s  {seconds:.0f}s", end="", file=sys.stderr, flush=True)
+
+    result = check_liveness(live, max_states=args.max_states, max_seconds=args.max_seconds, progress=progress if tty else None)
+    if tty:
+        print(file=sys.stderr)
+    data = liveness_summary.summary(name, config, live, result, timers)
+    if not args.json:
+        print(liveness_summary.summary_table(data))
+    unsaved = saved_counterexamples(args, out, name, data, live.system, result.counterexamples)
+    data["lasso_files"], data["lasso_diagrams"] = [], []
+    try:
+        for verdict in result.verdicts:
+            if verdict.lasso is None:
+                continue
+            steps = liveness_summary.lasso_steps(live, verdict.lasso)
+            jsonl, diagram = liveness_summary.save_lasso(out, name, data, live, verdict, steps)
+            data["lasso_files"].append(str(jsonl))
+            data["lasso_diagrams"].append(str(diagram))
+            if not args.json:
+                print(f"\n{liveness_summary.how_it_repeats(verdict)}")
+                print(counterexample_table(steps) if steps else "(from the initial state)")
+                print(f"saved: {jsonl}\ndiagram: {diagram}")
+    except OSError as error:
+        unsaved = unsaved or f"kraftcheck: cannot save a lasso under {out}: {error.strerror or error}"
+    if args.json:
+        print(json.dumps(data))
+    if unsaved:
+        print(unsaved, file=sys.stderr)
+        return 2
+    return 1 if result.counterexamples or any(v.lasso for v in result.verdicts) else 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,6 +151,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-seconds must be a positive number of seconds, got {args.max_seconds}")
     out = Path(args.out)
     check_directory(out, lambda name: True, "counterexamples")  # before the search, not after it
+    if args.liveness:
+        return liveness_checked(args, name, config, out)
+    if args.fair_timers is not None:
+        raise ConfigError("--fair-timers says which timers the fair runs of --liveness let expire: give it with --liveness")
     spark = spark_options(args)
     kept = args.state_dir or args.resume
     try:
@@ -100,6 +167,34 @@ def run(args: argparse.Namespace) -> int:
     except ResumeError as error:
         print(f"kraftcheck: {error}", file=sys.stderr)
         return 2
+
+
+def saved_counterexamples(args: argparse.Namespace, out: Path, name: str, data: dict, system, counterexamples: list) -> str | None:
+    """Each safety counterexample shown (unless --json) and saved, its files listed in `data`;
+    the error that stopped the saving, if one did."""
+    isr = isinstance(system, IsrSystem)
+    files, diagrams, replica_files = [], [], []
+    data["counterexample_files"], data["counterexample_diagrams"] = files, diagrams
+    if isr:
+        data["counterexample_traces"] = replica_files
+    try:
+        for counterexample in counterexamples:
+            steps = counterexample_steps(system, counterexample.path)
+            if not args.json:
+                print(f"\n{counterexample.violation.rule} violated after {len(counterexample.path) - 1} steps: {counterexample.violation.detail}")
+                print(steps_table(steps) if isr else counterexample_table(steps))
+            files.append(str(save_counterexample(out, name, data, counterexample.violation, steps)))
+            diagrams.append(str(save_counterexample_diagram(out, name, counterexample.violation, system, counterexample.path)))
+            replica_traces = save_replica_traces(out, name, counterexample.violation, system, counterexample.path) if isr else []
+            replica_files += [str(trace) for trace in replica_traces]
+            if not args.json:
+                print(f"saved: {files[-1]}")
+                print(f"diagram: {diagrams[-1]}")
+                if replica_traces:
+                    print(f"as conformance traces, one per replica: {replica_traces[0].parent}/ ({len(replica_traces)} files)")
+    except OSError as error:
+        return f"kraftcheck: cannot save a counterexample under {out}: {error.strerror or error}"
+    return None
 
 
 def searched(args: argparse.Namespace, name: str, config: CheckConfig | IsrCheckConfig, workers: int, spark, out: Path) -> int:
@@ -138,35 +233,11 @@ def searched(args: argparse.Namespace, name: str, config: CheckConfig | IsrCheck
         return 2
     if live and not spark:
         print(file=sys.stderr)
-    isr = isinstance(system, IsrSystem)
     data = summary(name, config, system, result, workers=workers, engine=args.engine)
     if not args.json:
         print(summary_table(data))  # first: whatever happens to the files, the verdicts are shown
-    files, diagrams, replica_files = [], [], []
-    try:
-        for counterexample in result.counterexamples:
-            steps = counterexample_steps(system, counterexample.path)
-            if not args.json:
-                print(f"\n{counterexample.violation.rule} violated after {len(counterexample.path) - 1} steps: {counterexample.violation.detail}")
-                print(steps_table(steps) if isr else counterexample_table(steps))
-            files.append(save_counterexample(out, name, data, counterexample.violation, steps))
-            diagrams.append(save_counterexample_diagram(out, name, counterexample.violation, system, counterexample.path))
-            replica_traces = save_replica_traces(out, name, counterexample.violation, system, counterexample.path) if isr else []
-            replica_files += replica_traces
-            if not args.json:
-                print(f"saved: {files[-1]}")
-                print(f"diagram: {diagrams[-1]}")
-                if replica_traces:
-                    print(f"as conformance traces, one per replica: {replica_traces[0].parent}/ ({len(replica_traces)} files)")
-    except OSError as error:
-        unsaved = f"kraftcheck: cannot save a counterexample under {out}: {error.strerror or error}"
-    else:
-        unsaved = None
+    unsaved = saved_counterexamples(args, out, name, data, system, result.counterexamples)
     if args.json:
-        data["counterexample_files"] = [str(path) for path in files]
-        data["counterexample_diagrams"] = [str(path) for path in diagrams]
-        if isr:
-            data["counterexample_traces"] = [str(trace) for trace in replica_files]
         print(json.dumps(data))
     if unsaved:
         print(unsaved, file=sys.stderr)

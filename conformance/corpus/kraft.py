@@ -156,7 +156,7 @@ class KraftCoverage:
                 yield within, cells(KRAFT, self.judged[position], node, event)
         for index, handle in enumerate(handles):
             key = system.key(handle)
-            if key[0] != "drop":
+            if key[0] not in ("drop", "link"):
                 node, event = event_of(system.action(key))
                 position = cluster.index[node]
                 memo = (position, state[position], key)

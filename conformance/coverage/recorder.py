@@ -1,8 +1,9 @@
 """Rule coverage measured, not declared: which rule IDs each test's model calls actually cited.
 
 A pytest plugin wraps the model's citing entry points (node steps, the admin client's
-decision, the safety properties; the ISR model's replica steps, partition actions and safety
-properties) for the length of each test and records the rule IDs they return.
+decision, the safety properties, the liveness goals a state misses; the ISR model's replica
+steps, partition actions and safety properties) for the length of each test and records the
+rule IDs they return.
 `kraftcheck rules --coverage` runs the rule tests with it and prints the result.
 """
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from model import describe, node, properties
+from model import describe, liveness, node, properties
 from model.isr import cluster as isr_cluster
 from model.isr import properties as isr_properties
 from model.isr import replica as isr_replica
@@ -36,6 +37,7 @@ class RuleRecorder:
             self._wrap(owner, name, lambda result: result.rules)
         for owner in (properties, isr_properties):
             self._wrap(owner, "violations", lambda found: (v.rule for v in found))
+        self._wrap(liveness, "unmet", lambda missed: missed)
 
     def _wrap(self, owner, name: str, rules_of) -> None:
         original = getattr(owner, name)

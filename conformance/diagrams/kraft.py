@@ -15,7 +15,7 @@ from conformance.diagrams.layout import render
 from conformance.diagrams.sequence import Diagram, Final, Lifeline, Mark, Note, Row
 from conformance.text import action_text, changes
 from model import properties
-from model.cluster import Action, Append, Cluster, ClusterState, CrashNode, Deliver, Drop, Fire, ResignLeader, RestartNode, event_of
+from model.cluster import LINK_ACTIONS, Action, Append, Cluster, ClusterState, CrashNode, CutLink, Deliver, Drop, Fire, ResignLeader, RestartNode, event_of
 from model.messages import Record
 from model.state import NodeState, Role
 from spec.rules import rule
@@ -23,11 +23,13 @@ from spec.rules import rule
 _SHAPES = {Fire: "timer", Append: "append", ResignLeader: "resign", CrashNode: "crash", RestartNode: "restart"}
 
 
-def cluster_svg(cluster: Cluster, actions: Sequence[Action], title: str) -> str:
-    return render(cluster_diagram(cluster, actions, title))
+def cluster_svg(cluster: Cluster, actions: Sequence[Action], title: str, cycle_from: int | None = None, verdicts: Sequence[str] = ()) -> str:
+    return render(cluster_diagram(cluster, actions, title, cycle_from, verdicts))
 
 
-def cluster_diagram(cluster: Cluster, actions: Sequence[Action], title: str) -> Diagram:
+def cluster_diagram(cluster: Cluster, actions: Sequence[Action], title: str, cycle_from: int | None = None, verdicts: Sequence[str] = ()) -> Diagram:
+    """The run as a sequence diagram; `cycle_from`: the index of the first action of a lasso's
+    cycle, whose steps are numbered with a ↻ (they repeat for ever)."""
     state = cluster.initial()
     voters = cluster.config.voters
     lifelines = [
@@ -50,10 +52,14 @@ def cluster_diagram(cluster: Cluster, actions: Sequence[Action], title: str) -> 
         words = action_text(action)
         changed = changes(cluster.ids, state, after)
         cited = " ".join(transition.rules) if transition else ""
-        row = Row(step=str(index + 1), text=words, title=f"step {index + 1}: {words}\n{changed or 'no change'}\nrules: {cited or '-'}")
+        number = f"↻{index + 1}" if cycle_from is not None and index >= cycle_from else str(index + 1)
+        row = Row(step=number, text=words, title=f"step {index + 1}: {words}\n{changed or 'no change'}\nrules: {cited or '-'}")
         if kind in _SHAPES:
             node = action.node
             row.marks.append(Mark(node, _SHAPES[kind], _mark_label(action), words))
+        elif kind in LINK_ACTIONS:  # on the lifeline of the node whose messages it stops or lets through
+            shape = "cut" if kind is CutLink else "heal"
+            row.marks.append(Mark(action.source, shape, f"{shape} →n{action.destination}", words))
         committed_before, committed = _committed(state), _committed(after)
         for record, epoch in after.history.committed[len(state.history.committed) :]:
             node = event_of(action)[0]
@@ -72,7 +78,7 @@ def cluster_diagram(cluster: Cluster, actions: Sequence[Action], title: str) -> 
         rows=rows,
         arrows=flights.finish(),
         finals=_finals(cluster, state),
-        verdicts=[f"{v.rule} {rule(v.rule).title}: {v.detail}" for v in properties.violations(cluster, state)],
+        verdicts=[f"{v.rule} {rule(v.rule).title}: {v.detail}" for v in properties.violations(cluster, state)] + list(verdicts),
     )
 
 

@@ -58,6 +58,8 @@ MARK_COLOURS = {
     "shrink": "#b45309",
     "shutdown": "#dc2626",
     "diverges": "#dc2626",
+    "cut": "#dc2626",
+    "heal": "#16a34a",
 }
 HALO = {"stroke": "#ffffff", "stroke_width": 3, "paint_order": "stroke", "stroke_linejoin": "round"}  # text readable over lines
 BOX_FILLS = {"lc": "#e5e7eb", "value": "#bfdbfe", "plain": "#f1f5f9"}
@@ -82,6 +84,8 @@ LEGEND = [  # (kind, what it means), in the order shown; only the kinds a diagra
     ("shrink", "ISR shrink"),
     ("shutdown", "shutdown"),
     ("diverges", "departs here"),
+    ("cut", "link cut (one way)"),
+    ("heal", "link healed"),
     ("role:leader", "leader"),
     ("role:candidate", "candidate"),
     ("role:prospective", "prospective"),
@@ -493,6 +497,9 @@ def _shape(shape: str, x: float, y: float) -> str:
         return element("rect", x=x - 5, y=y - 1.5, width=10, height=3, fill=colour)
     if shape == "shutdown":
         return element("circle", cx=x, cy=y, r=5, fill=colour)
+    if shape in ("cut", "heal"):  # a ring, struck through (cut) or joined across (heal)
+        line = f"M{number(x - 3.5)} {number(y + 3.5)}L{number(x + 3.5)} {number(y - 3.5)}" if shape == "cut" else f"M{number(x - 5)} {number(y)}H{number(x + 5)}"
+        return element("circle", cx=x, cy=y, r=5, fill="#ffffff", stroke=colour, stroke_width=1.6) + element("path", d=line, stroke=colour, stroke_width=1.6)
     return element("circle", cx=x, cy=y, r=3.5, fill=colour)  # fetch
 
 

@@ -57,6 +57,9 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     resign: bool = False
     retries: bool = False
     progress_timeouts: bool = True
+    # links a run may cut, one way each: partial partitions (each may heal). UNSET is none, and
+    # leaves the key out of what the configuration encodes to (the corpus's manifest) as before cuts existed.
+    max_cuts: int | msgspec.UnsetType = msgspec.UNSET
     symmetry: bool = True
     every_choice: bool = True  # every alternative the specification allows at a node's step; False: the model's default reading only
     corpus_max_states: int = 0  # the corpus search's budget where the cells it is for lie deeper than `traces generate --max-states` reaches; 0: that budget
@@ -70,6 +73,8 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         check_bound("max_epoch", self.max_epoch, 1)
         for name in ("client_values", "max_crashes", "fetch_max_records", "max_in_flight"):
             check_bound(name, getattr(self, name), 0)
+        if self.max_cuts is not msgspec.UNSET:
+            check_bound("max_cuts", self.max_cuts, 0)
         if self.max_elections is not None:
             check_bound("max_elections", self.max_elections, 1)  # a run starts without a leader
         if not 0 <= self.corpus_walk_deliveries <= 1:
@@ -97,6 +102,7 @@ class CheckConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
             resign=self.resign,
             retries=self.retries,
             progress_timeouts=self.progress_timeouts,
+            max_cuts=self.max_cuts or 0,
         )
 
 
@@ -176,7 +182,8 @@ def resolve(name: str | None, overrides: dict[str, object]) -> CheckConfig | Isr
     if changes:
         description = base.description and f"{base.description} (overridden: {', '.join(sorted(changes))})"
         try:  # convert, not replace: the overrides' types are checked as the named configurations' are
-            base = msgspec.convert(msgspec.structs.asdict(base) | changes | {"description": description}, type(base))
+            given = {k: v for k, v in msgspec.structs.asdict(base).items() if v is not msgspec.UNSET}
+            base = msgspec.convert(given | changes | {"description": description}, type(base))
         except msgspec.ValidationError as error:
             raise ConfigError(str(error)) from None
     if isinstance(base, CheckConfig):

@@ -32,6 +32,9 @@ from model.cluster import (
     History,
     counted,
     event_of,
+    link_actions,
+    linked,
+    links_cut,
     node_actions,
     outgoing,
     record,
@@ -94,14 +97,17 @@ class KraftSystem:
         max_elections: int | None = None,
         symmetry: bool = True,
         every_choice: bool = True,
+        losses_as_steps: bool = False,
     ) -> None:
         """`every_choice`: a node's step may take any outcome the specification allows (every
-        alternative of every choice point it consults, model/choices.py), or only the default."""
+        alternative of every choice point it consults, model/choices.py), or only the default.
+        `losses_as_steps`: a loss is a step of its own even without a bound on messages in
+        flight (the liveness search needs it: a message never delivered is not fair)."""
         self.cluster = Cluster(config, faults, every_choice)
         self.faults = faults
         self.max_epoch = max_epoch
         self.capacity = sys.maxsize if max_in_flight is None else max_in_flight
-        self.drops = faults.loss and max_in_flight is not None
+        self.drops = faults.loss and (max_in_flight is not None or losses_as_steps)
         self.max_elections = max_elections
         # Renaming nodes is exact only while every rule treats nodes alike; resignation (a fault,
         # or a leader's progress timeout under a profile that resigns on it) breaks
@@ -175,7 +181,7 @@ class KraftSystem:
             previous = message_id
             moves = deliveries.get(message_id)
             if moves is None:
-                moves = deliveries[message_id] = self._event_moves(prefix, ("deliver", message_id))
+                moves = deliveries[message_id] = [] if self._on_cut_link(prefix, message_id) else self._event_moves(prefix, ("deliver", message_id))
             for move in moves:
                 if move[2] <= room + 1:
                     handles.append((state, move, at))
@@ -329,6 +335,8 @@ class KraftSystem:
         kind, what, picks = key
         if kind == "node":
             return msgspec.structs.replace(what, picks=picks)
+        if kind == "link":
+            return what
         envelope = self.messages.values[what]
         if kind == "drop":
             return Drop(envelope=envelope)
@@ -353,7 +361,22 @@ class KraftSystem:
                 actions = self._node_actions[key] = node_actions(self.cluster.ids[position], config, self.nodes.values[node_id], history, self.faults)
             for action in actions:
                 found += self._event_moves(prefix, ("node", action))
-        return found
+        return found + [self._link_move(prefix, action) for action in link_actions(self.cluster.ids, history, self.faults)]
+
+    def _on_cut_link(self, prefix: tuple[int, ...], message_id: int) -> bool:
+        """Whether a message waits on a link a partial partition cut (undeliverable, still losable)."""
+        cut = links_cut(self.histories.values[prefix[self.size]])
+        if not cut:
+            return False
+        envelope = self.messages.values[message_id]
+        return (envelope.source, envelope.destination) in cut
+
+    def _link_move(self, prefix: tuple[int, ...], action: Action) -> tuple:
+        """The move of a cut or a heal (see _move): it changes the history alone."""
+        history = self.histories.id(linked(self.histories.values[prefix[self.size]], action))
+        next_prefix = prefix[: self.size] + (history,)
+        canonical = self._canonical_of(next_prefix)
+        return next_prefix, (), 0, False, canonical, ("link", action, ()), self._fast(canonical, False, ())
 
     def _steps_of(self, position: int, before: int, key: tuple) -> list[tuple]:
         """Each distinct outcome of one node event (the default first; only it unless every choice
@@ -410,6 +433,9 @@ class KraftSystem:
                 next_history = self._records[record_key] = self.histories.id(history)
         if next_history == -1:
             return None
+        cut = links_cut(self.histories.values[next_history])
+        if cut:  # a message sent on a cut link is lost
+            sent = tuple(m for m in sent if (self.messages.values[m].source, self.messages.values[m].destination) not in cut)
         node_ids = prefix[:position] + (after,) + prefix[position + 1 : self.size]
         live = self._live(tuple(sorted(sent, key=self.messages.fps.__getitem__)), node_ids)
         epoch_changed = self.nodes.values[after].epoch != self.nodes.values[before].epoch

@@ -1,0 +1,78 @@
+"""Benchmark: `check --liveness` against the safety-only search on the same bounds.
+
+For each configuration and profile: the safety-only search as `check` runs it (symmetry as the
+configuration has it) with 1 and with 2 workers, the same search without symmetry (the states
+the liveness graph holds), and `check --liveness`, whose graph is built in memory in one
+process; the ratio of the liveness check's wall time to the safety-only search's with 1 and 2
+workers; and each liveness property's verdict. Writes the table to --out as liveness.txt.
+
+    .venv/bin/python benchmarks/liveness.py [--config NAME ...] [--profile NAME ...] [--out DIR]
+"""
+
+import argparse
+import functools
+import sys
+from pathlib import Path
+
+from tabulate import tabulate
+
+from conformance.explore.check import system_for
+from conformance.explore.configs import resolve
+from conformance.explore.engine import explore
+from conformance.explore.kraft_liveness import KraftLiveness
+from conformance.explore.lasso import check_liveness
+from conformance.explore.liveness_summary import liveness_verdict
+from conformance.explore.sharded import explore_sharded
+
+CONFIGS = ("smoke", "live-partition")
+PROFILES = ("kip595", "kafka-3.9", "kafka-4.3")
+
+
+def measured(name: str, profile: str) -> tuple:
+    """One row: the safety searches, the liveness check, their ratios and its verdicts."""
+    config = resolve(name, {"profile": profile})
+    one = explore(system_for(config))
+    two = explore_sharded(functools.partial(system_for, config), 2)
+    unreduced = explore(system_for(resolve(name, {"profile": profile, "symmetry": False})))
+    live = check_liveness(KraftLiveness(config))
+    agree = live.distinct == unreduced.distinct and one.distinct == two.distinct
+    verdicts = "; ".join(f"{v.rule} {liveness_verdict(v, live.complete)}" for v in live.verdicts)
+    return (
+        name,
+        profile,
+        f"{one.distinct:,}",
+        f"{one.seconds:.1f}",
+        f"{two.seconds:.1f}",
+        f"{unreduced.distinct:,}",
+        f"{live.distinct:,}",
+        f"{live.seconds:.1f}",
+        f"{live.seconds / one.seconds:.1f}",
+        f"{live.seconds / two.seconds:.1f}",
+        "yes" if agree else "NO",
+        verdicts,
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", action="append", help=f"a configuration (repeatable; default {', '.join(CONFIGS)})")
+    parser.add_argument("--profile", action="append", help=f"a profile (repeatable; default {', '.join(PROFILES)})")
+    parser.add_argument("--out", default="out/benchmarks", help="directory for the table (default out/benchmarks)")
+    args = parser.parse_args()
+    rows = []
+    for name in args.config or CONFIGS:
+        for profile in args.profile or PROFILES:
+            print(f"running {name} under {profile} ...", file=sys.stderr, flush=True)
+            rows.append(measured(name, profile))
+    headers = ("config", "profile", "safety states", "safety s, 1 worker", "2 workers", "states without symmetry", "liveness states", "liveness s", "ratio to 1 worker", "to 2", "counts agree", "verdicts")
+    table = tabulate(rows, headers=headers, tablefmt="simple")
+    print(table)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "liveness.txt").write_text(table + "\n")
+    print(f"table: {out / 'liveness.txt'}", file=sys.stderr)
+    return 0 if all(row[10] == "yes" for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

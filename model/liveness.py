@@ -1,0 +1,144 @@
+"""The liveness properties and the fairness they assume; each speaks in its LIVE-* rule ID.
+
+A liveness property here is "always eventually GOAL" for a predicate GOAL over cluster states:
+it is violated by an infinite run that, from some point on, never reaches a GOAL state although
+the environment is fair there. Fair means: faults (loss, duplication, crashes, cut links)
+happen only in a finite prefix, and every action of a fair kind that stays enabled is
+eventually taken (weak fairness), one action per message in flight, per node and timer, per
+crashed node's restart. A heal is never forced, so a partial partition may last for ever: the
+goals then ask for progress only of what a majority of the voters that talk with one another
+can do, and a node cut off from the majority is not asked to stop standing.
+
+The model has no clock, so a timer is "enabled" whenever it is armed. A timer that traffic
+resets (a follower's fetch timeout, a leader's progress timeout: RESET_BY_TRAFFIC) is owed only
+once its node is quiet, nothing in flight to or from it and no Fetch of it or at it held: then
+nothing can reset it any more and real time makes it expire. Forcing it earlier would count
+every run with a stable leader as unfair; never forcing it would let a follower whose Fetch
+was lost wait for ever. Which timers are fair at all is a choice the check names (FAIR_TIMERS).
+"""
+
+import itertools
+from collections.abc import Callable
+
+from model import network
+from model.cluster import Cluster, ClusterState, CrashNode, CutLink, Deliver, Drop, Fire, RestartNode, links_cut
+from model.events import TimerKind
+from model.state import NodeState, Role, held_fetches
+
+FAIR_TIMERS: frozenset[TimerKind] = frozenset(TimerKind)
+RESET_BY_TRAFFIC: frozenset[TimerKind] = frozenset({TimerKind.FETCH_TIMEOUT, TimerKind.PROGRESS_TIMEOUT})
+
+
+def talk(cut: frozenset[tuple[int, int]], a: int, b: int) -> bool:
+    """Whether two nodes reach each other both ways (a partial partition cuts links one way)."""
+    return (a, b) not in cut and (b, a) not in cut
+
+
+def reaches_majority(cluster: Cluster, cut: frozenset[tuple[int, int]], node_id: int) -> bool:
+    """Whether a node talks with a majority of the voters, itself included."""
+    voters = cluster.config.voters
+    return sum(1 for v in voters if v == node_id or talk(cut, node_id, v)) > len(voters) // 2
+
+
+def majority_talks(cluster: Cluster, cut: frozenset[tuple[int, int]]) -> bool:
+    """Whether some majority of the voters all talk with one another: where progress is owed."""
+    if not cut:
+        return True
+    voters = cluster.config.voters
+    return any(all(talk(cut, a, b) for a, b in itertools.combinations(group, 2)) for group in itertools.combinations(voters, len(voters) // 2 + 1))
+
+
+def _leaders(cluster: Cluster, state: ClusterState, cut: frozenset[tuple[int, int]]) -> list[tuple[int, NodeState]]:
+    """The leaders that talk with a majority (every leader, without partitions)."""
+    return [(n, node) for n, node in zip(cluster.ids, state.nodes) if node.role == Role.LEADER and reaches_majority(cluster, cut, n)]
+
+
+def a_leader(cluster: Cluster, state: ClusterState) -> bool:
+    """LIVE-1's goal: some node leads and talks with a majority, or no majority can talk."""
+    cut = links_cut(state.history)
+    return bool(_leaders(cluster, state, cut)) or not majority_talks(cluster, cut)
+
+
+def leaders_committed(cluster: Cluster, state: ClusterState) -> bool:
+    """LIVE-2's goal: every leader's log is committed (its high watermark is its log end), a
+    leader cut off from the majority included; or no majority can talk."""
+    committed = all(node.high_watermark >= len(node.log) for node in state.nodes if node.role == Role.LEADER)
+    return committed or not majority_talks(cluster, links_cut(state.history))
+
+
+def none_standing(cluster: Cluster, state: ClusterState) -> bool:
+    """LIVE-3's goal: no voter that talks with a majority is a candidate or a prospective."""
+    cut = links_cut(state.history)
+    return not any(node.role in (Role.CANDIDATE, Role.PROSPECTIVE) and reaches_majority(cluster, cut, n) for n, node in zip(cluster.ids, state.nodes))
+
+
+def watermarks_agree(cluster: Cluster, state: ClusterState) -> bool:
+    """LIVE-4's goal: a leader that talks with a majority, and every node up that talks with it
+    knows its high watermark; or no majority can talk."""
+    cut = links_cut(state.history)
+    leaders = _leaders(cluster, state, cut)
+    if not leaders:
+        return not majority_talks(cluster, cut)
+    return all(
+        node.high_watermark >= leader.high_watermark
+        for leader_id, leader in leaders
+        for n, node in zip(cluster.ids, state.nodes)
+        if node.role != Role.DOWN and (n == leader_id or talk(cut, n, leader_id))
+    )
+
+
+GOALS: dict[str, Callable[[Cluster, ClusterState], bool]] = {
+    "LIVE-1": a_leader,
+    "LIVE-2": leaders_committed,
+    "LIVE-3": none_standing,
+    "LIVE-4": watermarks_agree,
+}
+
+
+def unmet(cluster: Cluster, state: ClusterState) -> tuple[str, ...]:
+    """The liveness rules whose goal the state does not meet, in rule order (a run may pass
+    through such states; it violates the rule only by never leaving them, fairly)."""
+    return tuple(rule for rule, goal in GOALS.items() if not goal(cluster, state))
+
+
+def is_fault(action: object) -> bool:
+    """Whether an action is a fault: allowed only in a run's finite prefix, never on its cycle."""
+    return type(action) in (Drop, CrashNode, CutLink) or (type(action) is Deliver and action.duplicate)
+
+
+def fairness_of(action: object, fair_timers: frozenset[TimerKind] = FAIR_TIMERS) -> tuple | None:
+    """The weakly fair action an action takes (the same for every outcome of its step), or None
+    when the run may leave it untaken forever (a client append, a resignation, a timer the check
+    does not count as fair, a fault)."""
+    kind = type(action)
+    if kind is Deliver and not action.duplicate:
+        return ("deliver", action.envelope)
+    if kind is Fire and action.timer in fair_timers:
+        return ("fire", action.node, action.timer)
+    if kind is RestartNode:
+        return ("restart", action.node)
+    return None
+
+
+def quiet(state: ClusterState, node_id: int, at: int) -> bool:
+    """Nothing deliverable in flight to or from the node (a message waiting on a cut link is
+    not), no Fetch of it held elsewhere, none held by it (`at`: its position): nothing left that
+    would reset a timer of RESET_BY_TRAFFIC."""
+    cut = links_cut(state.history)
+    if any((envelope.source == node_id or envelope.destination == node_id) and (envelope.source, envelope.destination) not in cut for envelope in network.envelopes(state.network)):
+        return False
+    return not held_fetches(state.nodes[at]) and not any(held.source == node_id for node in state.nodes for held in held_fetches(node))
+
+
+def owed(cluster: Cluster, state: ClusterState, actions: list, fair_timers: frozenset[TimerKind] = FAIR_TIMERS) -> frozenset[tuple]:
+    """The weakly fair actions a state owes among its enabled `actions` (within the exploration's
+    bounds or not): a timer of RESET_BY_TRAFFIC only once its node is quiet."""
+    found = set()
+    for action in actions:
+        fair = fairness_of(action, fair_timers)
+        if fair is None:
+            continue
+        if type(action) is Fire and action.timer in RESET_BY_TRAFFIC and not quiet(state, action.node, cluster.index[action.node]):
+            continue
+        found.add(fair)
+    return frozenset(found)
