@@ -31,7 +31,8 @@ class Toy:
         return state
 
     def expand(self, state: int) -> tuple:
-        return self.steps.get(state, []), frozenset(self.fair.get(state, ())), state in self.cuts
+        steps = [(action, to, to, fair, fault) for action, to, fair, fault in self.steps.get(state, [])]  # a state is its own fingerprint
+        return steps, frozenset(self.fair.get(state, ())), state in self.cuts
 
     def goal_ids(self) -> tuple[str, ...]:
         return ("GOAL",)

@@ -46,16 +46,16 @@ class KraftLiveness:
         return tuple(liveness.GOALS)
 
     def expand(self, state: tuple) -> tuple[list[tuple], frozenset, bool]:
-        """The state's explored steps (key, successor, fair action or None, fault), the fair
+        """The state's explored steps (key, successor, its fingerprint, fair action or None, fault), the fair
         actions it enables, and whether a step it enables (no fault) leaves the bounds."""
         system = self.system
-        _fps, handles = system.expand(state)
+        fps, handles = system.expand(state)
         steps, explored = [], set()
-        for handle in handles:
+        for fp, handle in zip(fps, handles):
             key = system.key(handle)
             action = system.action(key)
             explored.add(without_picks(action))
-            steps.append((key, system.reach(handle), liveness.fairness_of(action, self.fair_timers), liveness.is_fault(action)))
+            steps.append((key, system.reach(handle), fp, liveness.fairness_of(action, self.fair_timers), liveness.is_fault(action)))
         decoded = system.decode(state)
         enabled = self.cluster.enabled(decoded)
         fair = liveness.owed(self.cluster, decoded, enabled, self.fair_timers)

@@ -39,8 +39,8 @@ class LivenessSystem(Protocol):
     def fingerprint(self, state) -> int: ...
 
     def expand(self, state) -> tuple[Iterable[tuple[object, object, Hashable | None, bool]], frozenset, bool]:
-        """Every explored step, as (action key, successor, the fair action it takes or None,
-        whether it is a fault); the fair actions the state enables, those whose steps leave the
+        """Every explored step, as (action key, successor, its fingerprint, the fair action it
+        takes or None, whether it is a fault); the fair actions the state enables, those whose steps leave the
         bounds included; and whether any step it enables (fair or not, no fault) leaves them."""
 
     def goal_ids(self) -> tuple[str, ...]: ...
@@ -112,8 +112,7 @@ def explore_graph(
     graph = Graph()
     start = time.perf_counter()
 
-    def add(state, parent: int | None, key: object) -> int:
-        fp = system.fingerprint(state)
+    def add(state, fp: int, parent: int | None, key: object) -> int:
         at = graph.index.get(fp)
         if at is None:
             at = graph.index[fp] = len(graph.states)
@@ -124,7 +123,7 @@ def explore_graph(
         return at
 
     for state in system.initial_states():
-        add(state, None, None)
+        add(state, system.fingerprint(state), None, None)
     done, stopped = 0, None
     while done < len(graph.states):
         if max_states is not None and len(graph.states) >= max_states:
@@ -136,9 +135,9 @@ def explore_graph(
         state = graph.states[done]
         edges, taken = [], set()
         steps, fair_enabled, cut = system.expand(state)
-        for key, successor, fair, fault in steps:
+        for key, successor, fp, fair, fault in steps:
             label = -2 if fault else (-1 if fair is None else graph.fair_id(fair))
-            edges.append((add(successor, done, key), label, key))
+            edges.append((add(successor, fp, done, key), label, key))
             if label >= 0:
                 taken.add(label)
         graph.edges.append(edges)
