@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--liveness",
         action="store_true",
-        help="also check the liveness properties LIVE-1 to LIVE-4 under fairness: faults only in a finite prefix, then every "
+        help="also check the liveness properties LIVE-1 to LIVE-5 (LIVE-5 where leaders may time out) under fairness: faults only in a finite prefix, then every "
         "message delivered and every fair timer fired while it stays enabled. A violation is a fair cycle that never meets the "
         "property's goal, printed and saved as a lasso (prefix, then the cycle). Explores the graph without symmetry reduction, "
         "in memory and in one process (no --workers, --state-dir, --resume or Spark); every safety property is checked on the same states",
@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=command_module_type("check", "fair_timers"),
         metavar="KINDS",
         help="with --liveness: the timers a fair run must let expire while they stay armed, comma-separated, or none "
-        "(default: all five; fetch_timeout and progress_timeout, which traffic resets, are owed only once their node is quiet: nothing in flight to or from it, no Fetch of it held)",
+        "(default: all five; fetch_timeout and progress_timeout, which traffic resets, are owed only once their node is quiet: no Fetch of the follower or to the leader in flight or held, no answer or BeginQuorumEpoch on its way to the follower)",
     )
     check.add_argument("--max-states", type=int, help="stop after this many distinct states, at least 1: before the next level, once that many are found")
     check.add_argument(

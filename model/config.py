@@ -277,6 +277,10 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
     forget_vote_on_restart: bool = False  # QSTATE-3: VotedId not persisted across restart
     truncate_to_hw: bool = False  # K101-3: a new follower truncates to its high watermark
     skip_leader_change: bool = False  # VOTE-RESP-3: no LeaderChange record on election
+    # Liveness variants: each breaks no safety property, only a LIVE-* rule (check --liveness).
+    leader_never_resigns: bool = False  # PROGRESS-1: no check-quorum timer, as Kafka 3.3 to 3.6 (KAFKA-15489)
+    candidate_never_backs_off: bool = False  # ELECT-2: a candidate out of time asks again in its epoch
+    prospective_never_gives_up: bool = False  # KIP-996: a prospective refused or out of time asks again
 
 
 PROFILES: dict[str, Options] = {
@@ -392,6 +396,12 @@ FAULTY_PROFILES: dict[str, Options] = {
     # The LeaderChange record is what keeps a new leader's first commit inside its own epoch
     # when whole logs are replicated at once; without it the weakened HW rule breaks safety.
     "faulty-no-leader-change-hw-any-epoch": Options(skip_leader_change=True, hw_any_epoch=True),
+    # Liveness bugs (tests/test_liveness_mutants.py): a leader cut off from the voters leads for
+    # ever; two candidates of one epoch ask each other again and again; a prospective keeps
+    # asking a leader it could follow.
+    "faulty-leader-never-resigns": Options(leader_never_resigns=True),
+    "faulty-candidate-never-backs-off": Options(candidate_never_backs_off=True),
+    "faulty-prospective-never-gives-up": Options(pre_vote=True, prospective_never_gives_up=True),
 }
 
 

@@ -2,8 +2,8 @@
 
 A liveness property here is "always eventually GOAL" for a predicate GOAL over cluster states:
 it is violated by an infinite run that, from some point on, never reaches a GOAL state although
-the environment is fair there. Fair means: faults (loss, duplication, crashes, cut links)
-happen only in a finite prefix, and every action of a fair kind that stays enabled is
+the environment is fair there. Fair means: faults (loss, duplication, crashes, cut links, a
+timeout beating the traffic that would have reset it) happen only in a finite prefix, and every action of a fair kind that stays enabled is
 eventually taken (weak fairness), one action per message in flight, per node and timer, per
 crashed node's restart. A heal is never forced, so a partial partition may last for ever: the
 goals then ask for progress only of what a majority of the voters that talk with one another
@@ -11,8 +11,9 @@ can do, and a node cut off from the majority is not asked to stop standing.
 
 The model has no clock, so a timer is "enabled" whenever it is armed. A timer that traffic
 resets (a follower's fetch timeout, a leader's progress timeout: RESET_BY_TRAFFIC) is owed only
-once its node is quiet, nothing in flight to or from it and no Fetch of it or at it held: then
-nothing can reset it any more and real time makes it expire. Forcing it earlier would count
+once its node is quiet, nothing in flight or held that would reset it (a follower's Fetch and
+its answer, a BeginQuorumEpoch to it; the Fetch requests a leader receives): then nothing can
+reset it any more and real time makes it expire. Forcing it earlier would count
 every run with a stable leader as unfair; never forcing it would let a follower whose Fetch
 was lost wait for ever. Which timers are fair at all is a choice the check names (FAIR_TIMERS).
 """
@@ -23,10 +24,15 @@ from collections.abc import Callable
 from model import network
 from model.cluster import Cluster, ClusterState, CrashNode, CutLink, Deliver, Drop, Fire, RestartNode, links_cut
 from model.events import TimerKind
+from model.messages import BeginQuorumEpochRequest, FetchRequest, FetchResponse, VoteRequest
 from model.state import NodeState, Role, held_fetches
 
 FAIR_TIMERS: frozenset[TimerKind] = frozenset(TimerKind)
 RESET_BY_TRAFFIC: frozenset[TimerKind] = frozenset({TimerKind.FETCH_TIMEOUT, TimerKind.PROGRESS_TIMEOUT})
+# Outcomes that take a message to be older than a timeout: an answer to an identical request sent
+# before the node's last change of role or restart in its epoch (COMMON-3B), which only a
+# timer's firing could have brought about while it was on its way.
+LATE_PICKS: frozenset[tuple[str, str]] = frozenset({("COMMON-3B", "earlier")})
 
 
 def talk(cut: frozenset[tuple[int, int]], a: int, b: int) -> bool:
@@ -87,23 +93,56 @@ def watermarks_agree(cluster: Cluster, state: ClusterState) -> bool:
     )
 
 
+def hears_majority(cluster: Cluster, cut: frozenset[tuple[int, int]], node_id: int) -> bool:
+    """Whether a majority of the voters, the node included, can send to it: what a leader's
+    progress timeout counts (PROGRESS-1: the Fetch requests it receives)."""
+    voters = cluster.config.voters
+    return sum(1 for v in voters if v == node_id or (v, node_id) not in cut) > len(voters) // 2
+
+
+def no_unheard_leader(cluster: Cluster, state: ClusterState) -> bool:
+    """LIVE-5's goal: every leader can hear from a majority of the voters."""
+    cut = links_cut(state.history)
+    return all(hears_majority(cluster, cut, n) for n, node in zip(cluster.ids, state.nodes) if node.role == Role.LEADER)
+
+
 GOALS: dict[str, Callable[[Cluster, ClusterState], bool]] = {
     "LIVE-1": a_leader,
     "LIVE-2": leaders_committed,
     "LIVE-3": none_standing,
     "LIVE-4": watermarks_agree,
+    "LIVE-5": no_unheard_leader,
 }
+# Goals that ask for a step the bounds may forbid: LIVE-5 needs a leader's progress timeout.
+NEEDS_PROGRESS_TIMEOUTS: frozenset[str] = frozenset({"LIVE-5"})
+
+
+def checked_goals(cluster: Cluster) -> tuple[str, ...]:
+    """The goals a cluster's bounds let it meet (a leader that may not time out cannot resign)."""
+    return tuple(rule for rule in GOALS if cluster.bounds.progress_timeouts or rule not in NEEDS_PROGRESS_TIMEOUTS)
 
 
 def unmet(cluster: Cluster, state: ClusterState) -> tuple[str, ...]:
-    """The liveness rules whose goal the state does not meet, in rule order (a run may pass
-    through such states; it violates the rule only by never leaving them, fairly)."""
-    return tuple(rule for rule, goal in GOALS.items() if not goal(cluster, state))
+    """The checked liveness rules whose goal the state does not meet, in rule order (a run may
+    pass through such states; it violates the rule only by never leaving them, fairly)."""
+    return tuple(rule for rule in checked_goals(cluster) if not GOALS[rule](cluster, state))
 
 
-def is_fault(action: object) -> bool:
-    """Whether an action is a fault: allowed only in a run's finite prefix, never on its cycle."""
-    return type(action) in (Drop, CrashNode, CutLink) or (type(action) is Deliver and action.duplicate)
+def is_fault(cluster: Cluster, state: ClusterState, action: object) -> bool:
+    """Whether an action is a fault: allowed only in a run's finite prefix, never on its cycle. A
+    timer of RESET_BY_TRAFFIC that fires before its node is quiet is one too: its own traffic was
+    slower than its timeout, which Raft's timing requirement (broadcast time well below the
+    timeouts) rules out once the network is fair; so is a candidate's or a prospective's election
+    timeout that fires while its canvass is answered (`canvassing`), and a step that reads a
+    message as older than a timeout (LATE_PICKS)."""
+    kind = type(action)
+    if kind is Fire and action.timer in RESET_BY_TRAFFIC:
+        return not quiet(state, action.node, cluster.index[action.node], action.timer)
+    if kind is Fire and action.timer == TimerKind.ELECTION_TIMEOUT:
+        return canvassing(state, action.node, state.nodes[cluster.index[action.node]])
+    if any(pick in LATE_PICKS for pick in getattr(action, "picks", ())):
+        return True
+    return kind in (Drop, CrashNode, CutLink) or (kind is Deliver and action.duplicate)
 
 
 def fairness_of(action: object, fair_timers: frozenset[TimerKind] = FAIR_TIMERS) -> tuple | None:
@@ -120,14 +159,44 @@ def fairness_of(action: object, fair_timers: frozenset[TimerKind] = FAIR_TIMERS)
     return None
 
 
-def quiet(state: ClusterState, node_id: int, at: int) -> bool:
-    """Nothing deliverable in flight to or from the node (a message waiting on a cut link is
-    not), no Fetch of it held elsewhere, none held by it (`at`: its position): nothing left that
-    would reset a timer of RESET_BY_TRAFFIC."""
+def resets(timer: TimerKind, envelope: network.Envelope, node_id: int) -> bool:
+    """Whether a message in flight will reset the node's timer: a leader's progress timeout is
+    reset by the Fetch requests it receives (PROGRESS-1 counts nothing else: a Vote is no
+    fetch), a follower's fetch timeout by its Fetch answered and by a BeginQuorumEpoch."""
+    message = type(envelope.message)
+    if timer == TimerKind.PROGRESS_TIMEOUT:
+        return envelope.destination == node_id and message is FetchRequest
+    return (envelope.source == node_id and message is FetchRequest) or (envelope.destination == node_id and message in (FetchResponse, BeginQuorumEpochRequest))
+
+
+def quiet(state: ClusterState, node_id: int, at: int, timer: TimerKind) -> bool:
+    """Nothing deliverable in flight that would reset the node's timer of RESET_BY_TRAFFIC (a
+    message waiting on a cut link is not), and no Fetch held that would: one held by the leader
+    (`at`: its position), answered and fetched again, or one of the follower's held elsewhere."""
     cut = links_cut(state.history)
-    if any((envelope.source == node_id or envelope.destination == node_id) and (envelope.source, envelope.destination) not in cut for envelope in network.envelopes(state.network)):
+    if any(resets(timer, envelope, node_id) and (envelope.source, envelope.destination) not in cut for envelope in network.envelopes(state.network)):
         return False
-    return not held_fetches(state.nodes[at]) and not any(held.source == node_id for node in state.nodes for held in held_fetches(node))
+    if timer == TimerKind.PROGRESS_TIMEOUT:
+        return not held_fetches(state.nodes[at])
+    return not any(held.source == node_id for node in state.nodes for held in held_fetches(node))
+
+
+def canvassing(state: ClusterState, node_id: int, node: NodeState) -> bool:
+    """Whether a candidate's or a prospective's Vote requests of this round, or their answers,
+    are still deliverable: it armed its election timer as it sent them, so under Raft's timing
+    they are all answered before the timer fires."""
+    if node.role not in (Role.CANDIDATE, Role.PROSPECTIVE):
+        return False
+    pre_vote = node.role == Role.PROSPECTIVE
+    cut = links_cut(state.history)
+
+    def this_round(request: object) -> bool:
+        return type(request) is VoteRequest and request.CandidateId == node_id and request.CandidateEpoch == node.epoch and request.PreVote == pre_vote
+
+    return any(
+        (envelope.source, envelope.destination) not in cut and (this_round(envelope.message) or (envelope.destination == node_id and this_round(envelope.request)))
+        for envelope in network.envelopes(state.network)
+    )
 
 
 def owed(cluster: Cluster, state: ClusterState, actions: list, fair_timers: frozenset[TimerKind] = FAIR_TIMERS) -> frozenset[tuple]:
@@ -138,7 +207,7 @@ def owed(cluster: Cluster, state: ClusterState, actions: list, fair_timers: froz
         fair = fairness_of(action, fair_timers)
         if fair is None:
             continue
-        if type(action) is Fire and action.timer in RESET_BY_TRAFFIC and not quiet(state, action.node, cluster.index[action.node]):
+        if type(action) is Fire and action.timer in RESET_BY_TRAFFIC and not quiet(state, action.node, cluster.index[action.node], action.timer):
             continue
         found.add(fair)
     return frozenset(found)

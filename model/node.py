@@ -134,6 +134,8 @@ def role_timers(config: NodeConfig, state: NodeState) -> tuple[TimerKind, ...]:
         return (TimerKind.ELECTION_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
     if role in (Role.UNATTACHED, Role.RESIGNED):
         return (TimerKind.ELECTION_TIMEOUT,)
+    if role == Role.LEADER and config.options.leader_never_resigns:
+        return (TimerKind.REQUEST_TIMEOUT,)
     if role == Role.LEADER:
         return (TimerKind.PROGRESS_TIMEOUT, TimerKind.REQUEST_TIMEOUT)
     return ()
@@ -156,7 +158,8 @@ def on_timer(config: NodeConfig, state: NodeState, kind: TimerKind) -> Transitio
             return Transition(unattached, outputs, ("OBS-1", "OBS-2", "BOOT-4"))
     elif kind == TimerKind.ELECTION_TIMEOUT and role == Role.PROSPECTIVE:
         # KIP-996: out of time, it follows the leader it knew again; without one, asks once more or waits unattached (ELECT-2B).
-        gives_up = state.leader_id != -1 or config.choices.pick("ELECT-2B") == "unattached-first"
+        # Under the faulty Options.prospective_never_gives_up it asks again, whatever it knows.
+        gives_up = not config.options.prospective_never_gives_up and (state.leader_id != -1 or config.choices.pick("ELECT-2B") == "unattached-first")
         after, outputs = lose_pre_vote(config, state) if gives_up else become_prospective(config, state)
         return Transition(after, outputs, ("ELECT-2",))
     elif kind == TimerKind.ELECTION_TIMEOUT and role in (Role.CANDIDATE, Role.UNATTACHED, Role.RESIGNED):

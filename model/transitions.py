@@ -206,7 +206,11 @@ def election_timer(config: NodeConfig) -> SetTimer:
 
 
 def stand(config: NodeConfig, state: NodeState) -> tuple[NodeState, tuple[Output, ...]]:
-    """ELECT-4, after a pre-vote under Options.pre_vote."""
+    """ELECT-4, after a pre-vote under Options.pre_vote (a candidate again in its own epoch under
+    the faulty Options.candidate_never_backs_off)."""
+    if config.options.candidate_never_backs_off and state.role == Role.CANDIDATE:
+        again = replace(state, granted=frozenset((config.node_id,)), refused=frozenset())
+        return again, request_votes(config, again) + (election_timer(config),)
     return become_prospective(config, state) if config.options.pre_vote else become_candidate(config, state)
 
 

@@ -146,6 +146,8 @@ def handle_vote_response(config: NodeConfig, state: NodeState, event: Response) 
         return Transition(state, (), ("VOTE-RESP-1",))
     if not response.VoteGranted:
         refused = replace(state, refused=state.refused | {event.source})
+        if lost(config, refused) and request.PreVote and config.options.prospective_never_gives_up:
+            return Transition(refused, (), ("VOTE-RESP-2",))  # the faulty variant waits to ask again
         if lost(config, refused) and request.PreVote:
             after, outputs = lose_pre_vote(config, refused)
             return Transition(after, outputs, ("VOTE-RESP-2",))

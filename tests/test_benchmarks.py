@@ -130,6 +130,12 @@ def test_the_liveness_benchmark_sets_the_liveness_check_beside_the_safety_search
     assert result.returncode == 0, result.stderr
     table = (tmp_path / "liveness.txt").read_text()
     assert table.strip() == result.stdout.strip()
-    (row,) = [line for line in table.splitlines() if line.startswith("smoke")]
+    (row,) = [line for line in table.splitlines() if line.startswith("smoke") and " kip595 " in line]
     assert "1,041" in row and row.count("2,075") == 2 and " yes " in row  # smoke's pinned count; the unreduced and the liveness graph agree
     assert "LIVE-2 holds;" in row
+    mutants = {line.split()[1]: line for line in table.splitlines() if "faulty-" in line}
+    assert sorted(mutants) == ["faulty-candidate-never-backs-off", "faulty-leader-never-resigns", "faulty-prospective-never-gives-up"]
+    assert "LIVE-1 violated" in mutants["faulty-candidate-never-backs-off"] and "LIVE-5 violated" in mutants["faulty-leader-never-resigns"]
+    assert (tmp_path / "lasso-live-zombie-faulty-leader-never-resigns-LIVE-5.svg").is_file()
+    assert not list(tmp_path.glob("lasso-*-kip595-*"))  # the correct model has none
+    assert (tmp_path / "liveness.md").read_text().startswith("| config")

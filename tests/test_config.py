@@ -172,6 +172,9 @@ EXPECTED_PROFILES = {
     "faulty-truncate-to-hw": {"truncate_to_hw": True},
     "faulty-no-leader-change": {"skip_leader_change": True},
     "faulty-no-leader-change-hw-any-epoch": {"skip_leader_change": True, "hw_any_epoch": True},
+    "faulty-leader-never-resigns": {"leader_never_resigns": True},
+    "faulty-candidate-never-backs-off": {"candidate_never_backs_off": True},
+    "faulty-prospective-never-gives-up": {"pre_vote": True, "prospective_never_gives_up": True},
 }
 
 

@@ -2,8 +2,15 @@
 way; what is sent on it is lost, what was in flight on it waits; the liveness goals then ask
 progress only of a majority of voters that talk with one another."""
 
-import msgspec
+import functools
 
+import msgspec
+import pytest
+
+from conformance.explore.check import system_for
+from conformance.explore.configs import resolve
+from conformance.explore.engine import explore
+from conformance.explore.sharded import explore_sharded
 from model import liveness, network
 from model.cluster import Bounds, Cluster, CutLink, Deliver, Drop, Fire, HealLink
 from model.config import ClusterConfig
@@ -82,3 +89,20 @@ def test_a_fetch_waiting_on_a_cut_link_does_not_keep_its_sender_busy():
     assert ("fire", 2, TimerKind.FETCH_TIMEOUT) not in liveness.owed(CLUSTER, state, [timeout])
     cut = msgspec.structs.replace(state, history=msgspec.structs.replace(state.history, cut=frozenset({(2, 1)}), cuts=1))
     assert ("fire", 2, TimerKind.FETCH_TIMEOUT) in liveness.owed(CLUSTER, cut, [timeout])
+
+
+@pytest.mark.parametrize(
+    "name, reduced, unreduced",
+    [
+        # (distinct, generated, depth) with symmetry (1 and 3 workers), then without it: the liveness graph's states
+        ("live-partition", (2_581, 8_315, 18), (15_464, 49_765, 18)),
+        ("live-zombie", (139_617, 380_782, 29), (139_617, 380_782, 29)),  # no symmetry: OBS-2=one-voter:0 names a voter by its place
+    ],
+)
+def test_the_partition_configurations_counts_with_and_without_symmetry(name, reduced, unreduced):
+    config = resolve(name, {})
+    one, three = explore(system_for(config)), explore_sharded(functools.partial(system_for, config), 3)
+    full = explore(system_for(resolve(name, {"symmetry": False})))
+    assert (one.distinct, one.generated, one.depth) == (three.distinct, three.generated, three.depth) == reduced
+    assert (full.distinct, full.generated, full.depth) == unreduced
+    assert one.complete and full.complete and not one.counterexamples

@@ -3,7 +3,8 @@
 The explorer's own encoding and steps (conformance.explore.kraft_system), with two differences
 liveness needs: symmetry reduction is off (fairness is per message and per node, and a renamed
 state would rename the actions owed), and a loss is a step of its own, a fault, even without a
-bound on messages in flight (a message left undelivered forever is not a fair run).
+bound on messages in flight (a message left undelivered forever is not a fair run). Which step
+is a fault depends on the state (model.liveness.is_fault: a timeout beating its traffic).
 """
 
 from collections.abc import Iterator
@@ -43,28 +44,28 @@ class KraftLiveness:
         return self.system.fingerprint(state)
 
     def goal_ids(self) -> tuple[str, ...]:
-        return tuple(liveness.GOALS)
+        return liveness.checked_goals(self.cluster)
 
     def expand(self, state: tuple) -> tuple[list[tuple], frozenset, bool]:
         """The state's explored steps (key, successor, its fingerprint, fair action or None, fault), the fair
         actions it enables, and whether a step it enables (no fault) leaves the bounds."""
         system = self.system
         fps, handles = system.expand(state)
+        decoded = system.decode(state)
         steps, explored = [], set()
         for fp, handle in zip(fps, handles):
             key = system.key(handle)
             action = system.action(key)
             explored.add(without_picks(action))
-            steps.append((key, system.reach(handle), fp, liveness.fairness_of(action, self.fair_timers), liveness.is_fault(action)))
-        decoded = system.decode(state)
+            steps.append((key, system.reach(handle), fp, liveness.fairness_of(action, self.fair_timers), liveness.is_fault(self.cluster, decoded, action)))
         enabled = self.cluster.enabled(decoded)
         fair = liveness.owed(self.cluster, decoded, enabled, self.fair_timers)
-        cut = any(not liveness.is_fault(action) and without_picks(action) not in explored for action in enabled)
+        cut = any(not liveness.is_fault(self.cluster, decoded, action) and without_picks(action) not in explored for action in enabled)
         return steps, fair, cut
 
     def goals(self, state: tuple) -> tuple[bool, ...]:
         missed = liveness.unmet(self.cluster, self.system.decode(state))
-        return tuple(rule not in missed for rule in liveness.GOALS)
+        return tuple(rule not in missed for rule in liveness.checked_goals(self.cluster))
 
     def violations(self, state: tuple) -> tuple:
         return self.system.violations(state)

@@ -8,8 +8,8 @@ the walk through all of it is fair, so each component is judged once (Tarjan's a
 TLC and SPIN do for weak fairness:
 
     fair          every action enabled throughout the component is taken inside it: a violation
-                  (wedged when no step at all leaves the component: whatever the timing, the
-                  cluster never gets out)
+                  (wedged when no step but a fault leaves the component: once the network is
+                  fair and timely, the cluster never gets out)
     at the bounds some action enabled throughout is taken nowhere inside, and from some state
                   of the component that action leaves the exploration's bounds (a larger epoch):
                   the bounded graph cannot tell; counted, never called a violation or a proof

@@ -103,7 +103,7 @@ def how_it_repeats(verdict: Verdict) -> str:
     if not lasso.cycle:
         return f"{verdict.rule} {title}: the run stays after step {len(lasso.prefix) - 1}, nothing fair enabled"
     first, last = len(lasso.prefix), len(lasso.prefix) + len(lasso.cycle) - 1
-    wedged = "; no step at all leads out" if lasso.wedged else ""
+    wedged = "; no step but a fault leads out" if lasso.wedged else ""
     return f"{verdict.rule} {title}: steps {first} to {last} repeat for ever, every fair action taken{wedged}"
 
 
