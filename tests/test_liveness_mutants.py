@@ -69,3 +69,19 @@ def test_check_liveness_prints_and_saves_the_mutants_lasso(tmp_path, capsys):
     assert code == 1
     assert "LIVE-1 A leader is eventually elected: steps 3 to 8 repeat for ever" in printed
     assert (tmp_path / "lasso-smoke-LIVE-1.jsonl").is_file() and (tmp_path / "lasso-smoke-LIVE-1.svg").is_file()
+
+
+def test_a_saved_lasso_reads_as_a_scenario_that_runs_on_the_model(tmp_path, capsys):
+    """`traces show LASSO --as scenario`: the prefix, then the cycle once, marked; running it
+    takes the same steps."""
+    assert cli.main(["check", "--config", "smoke", "--profile", "faulty-candidate-never-backs-off", "--liveness", "--out", str(tmp_path)]) == 1
+    capsys.readouterr()
+    assert cli.main(["traces", "show", str(tmp_path / "lasso-smoke-LIVE-1.jsonl"), "--as", "scenario"]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines.index("# the cycle: steps 3 to 8 repeat for ever") == lines.index("do timer 2 election_timeout") + 1
+    assert sum(line.startswith("do ") for line in lines) == 8
+    scenario = tmp_path / "lasso.scenario"
+    scenario.write_text(text)
+    assert cli.main(["scenario", "run", str(scenario)]) == 0
+    assert "passes" in capsys.readouterr().out
