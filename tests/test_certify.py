@@ -55,7 +55,7 @@ def test_every_node_rule_is_exercised_by_the_corpus():
     FETCH-REQ-7, a held Fetch, which KIP-595 as the model reads it never does (Options.held_fetches)."""
     manifest = json.loads((DEFAULT_CORPUS / MANIFEST).read_text())
     missing = sorted(r.id for r in load_rules() if r.id not in manifest["rules"])
-    safety = [f"ISR-SAFE-{n}" for n in range(1, 4)] + [f"SAFE-{n}" for n in range(1, 10)] + [f"LIVE-{n}" for n in range(1, 5)]
+    safety = [f"ISR-SAFE-{n}" for n in range(1, 4)] + [f"SAFE-{n}" for n in range(1, 10)] + [f"LIVE-{n}" for n in range(1, 6)]
     assert missing == sorted(["DESCRIBE-RESP-1", "DESCRIBE-RESP-2", "DESCRIBE-RESP-3", "FETCH-REQ-7", "ISR-ALTER-1", "ISR-ELECT-1", "ISR-TRUNC-1"] + safety)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from spec.rules import CatalogueError, Rule, load_rules, rule
 
-RULE_COUNT = 120
+RULE_COUNT = 121
 SEEDS_DIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "seeds"
 
 VALID_RULE = """\
