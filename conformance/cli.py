@@ -183,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="also check the liveness properties LIVE-1 to LIVE-5 (LIVE-5 where leaders may time out) under fairness: faults only in a finite prefix, then every "
         "message delivered and every fair timer fired while it stays enabled. A violation is a fair cycle that never meets the "
         "property's goal, printed and saved as a lasso (prefix, then the cycle). Explores the graph without symmetry reduction, "
-        "in memory and in one process (no --workers, --state-dir, --resume or Spark); every safety property is checked on the same states",
+        "with the safety search's engine (--workers processes, --state-dir on disk; no --resume or Spark), each state's steps recorded "
+        "as it is expanded, then judged; every safety property is checked on the same states",
     )
     check.add_argument(
         "--fair-timers",

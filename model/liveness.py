@@ -113,6 +113,14 @@ GOALS: dict[str, Callable[[Cluster, ClusterState], bool]] = {
     "LIVE-4": watermarks_agree,
     "LIVE-5": no_unheard_leader,
 }
+
+
+def goal_view(state: ClusterState) -> tuple:
+    """All that the goals read of a state: each node's role, high watermark and log length, and
+    the links cut. States with the same view meet the same goals, so a search can judge a view once."""
+    return tuple((node.role, node.high_watermark, len(node.log)) for node in state.nodes), links_cut(state.history)
+
+
 # Goals that ask for a step the bounds may forbid: LIVE-5 needs a leader's progress timeout.
 NEEDS_PROGRESS_TIMEOUTS: frozenset[str] = frozenset({"LIVE-5"})
 
@@ -129,20 +137,33 @@ def unmet(cluster: Cluster, state: ClusterState) -> tuple[str, ...]:
 
 
 def is_fault(cluster: Cluster, state: ClusterState, action: object) -> bool:
-    """Whether an action is a fault: allowed only in a run's finite prefix, never on its cycle. A
-    timer of RESET_BY_TRAFFIC that fires before its node is quiet is one too: its own traffic was
-    slower than its timeout, which Raft's timing requirement (broadcast time well below the
-    timeouts) rules out once the network is fair; so is a candidate's or a prospective's election
-    timeout that fires while its canvass is answered (`canvassing`), and a step that reads a
-    message as older than a timeout (LATE_PICKS)."""
-    kind = type(action)
-    if kind is Fire and action.timer in RESET_BY_TRAFFIC:
+    """Whether an action is a fault: allowed only in a run's finite prefix, never on its cycle
+    (see fault_condition)."""
+    condition = fault_condition(action)
+    if condition == "busy":
         return not quiet(state, action.node, cluster.index[action.node], action.timer)
-    if kind is Fire and action.timer == TimerKind.ELECTION_TIMEOUT:
+    if condition == "canvassing":
         return canvassing(state, action.node, state.nodes[cluster.index[action.node]])
+    return condition == "always"
+
+
+def fault_condition(action: object) -> str | None:
+    """When an action is a fault: "always" (a loss, a duplicate, a crash, a cut, and a step that
+    reads a message as older than a timeout: LATE_PICKS); "busy" for a timer of RESET_BY_TRAFFIC,
+    a fault while its node is not quiet: its own traffic was slower than its timeout, which
+    Raft's timing requirement (broadcast time well below the timeouts) rules out once the
+    network is fair; "canvassing" for a candidate's or a prospective's election timeout, a
+    fault while its canvass is answered; None: never."""
+    kind = type(action)
     if any(pick in LATE_PICKS for pick in getattr(action, "picks", ())):
-        return True
-    return kind in (Drop, CrashNode, CutLink) or (kind is Deliver and action.duplicate)
+        return "always"
+    if kind in (Drop, CrashNode, CutLink) or (kind is Deliver and action.duplicate):
+        return "always"
+    if kind is Fire and action.timer in RESET_BY_TRAFFIC:
+        return "busy"
+    if kind is Fire and action.timer == TimerKind.ELECTION_TIMEOUT:
+        return "canvassing"
+    return None
 
 
 def fairness_of(action: object, fair_timers: frozenset[TimerKind] = FAIR_TIMERS) -> tuple | None:
@@ -171,32 +192,48 @@ def resets(timer: TimerKind, envelope: network.Envelope, node_id: int) -> bool:
 
 def quiet(state: ClusterState, node_id: int, at: int, timer: TimerKind) -> bool:
     """Nothing deliverable in flight that would reset the node's timer of RESET_BY_TRAFFIC (a
-    message waiting on a cut link is not), and no Fetch held that would: one held by the leader
-    (`at`: its position), answered and fetched again, or one of the follower's held elsewhere."""
+    message waiting on a cut link is not), and no Fetch held that would (held_resets)."""
     cut = links_cut(state.history)
     if any(resets(timer, envelope, node_id) and (envelope.source, envelope.destination) not in cut for envelope in network.envelopes(state.network)):
         return False
+    return not held_resets(state.nodes, node_id, at, timer)
+
+
+def held_resets(members: tuple[NodeState, ...], node_id: int, at: int, timer: TimerKind) -> bool:
+    """Whether a Fetch held will reset the node's timer of RESET_BY_TRAFFIC: one held by the
+    leader (`at`: its position), answered and fetched again, or one of the follower's held elsewhere."""
     if timer == TimerKind.PROGRESS_TIMEOUT:
-        return not held_fetches(state.nodes[at])
-    return not any(held.source == node_id for node in state.nodes for held in held_fetches(node))
+        return bool(held_fetches(members[at]))
+    return any(held.source == node_id for node in members for held in held_fetches(node))
+
+
+def canvass_of(envelope: network.Envelope) -> tuple[int, int, bool] | None:
+    """The round of a canvass a message belongs to, (candidate, epoch, pre-vote): a Vote request,
+    or the answer to one on its way back to the node that asked; None for any other message."""
+    request = envelope.message
+    if type(request) is not VoteRequest:
+        request = envelope.request
+        if type(request) is not VoteRequest or envelope.destination != request.CandidateId:
+            return None
+    return (request.CandidateId, request.CandidateEpoch, request.PreVote)
+
+
+def standing_round(node_id: int, node: NodeState) -> tuple[int, int, bool] | None:
+    """The canvass a candidate or a prospective is holding, as canvass_of names it; None for any other role."""
+    if node.role not in (Role.CANDIDATE, Role.PROSPECTIVE):
+        return None
+    return (node_id, node.epoch, node.role == Role.PROSPECTIVE)
 
 
 def canvassing(state: ClusterState, node_id: int, node: NodeState) -> bool:
     """Whether a candidate's or a prospective's Vote requests of this round, or their answers,
     are still deliverable: it armed its election timer as it sent them, so under Raft's timing
     they are all answered before the timer fires."""
-    if node.role not in (Role.CANDIDATE, Role.PROSPECTIVE):
+    standing = standing_round(node_id, node)
+    if standing is None:
         return False
-    pre_vote = node.role == Role.PROSPECTIVE
     cut = links_cut(state.history)
-
-    def this_round(request: object) -> bool:
-        return type(request) is VoteRequest and request.CandidateId == node_id and request.CandidateEpoch == node.epoch and request.PreVote == pre_vote
-
-    return any(
-        (envelope.source, envelope.destination) not in cut and (this_round(envelope.message) or (envelope.destination == node_id and this_round(envelope.request)))
-        for envelope in network.envelopes(state.network)
-    )
+    return any((envelope.source, envelope.destination) not in cut and canvass_of(envelope) == standing for envelope in network.envelopes(state.network))
 
 
 def owed(cluster: Cluster, state: ClusterState, actions: list, fair_timers: frozenset[TimerKind] = FAIR_TIMERS) -> frozenset[tuple]:

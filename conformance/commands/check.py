@@ -9,12 +9,12 @@ from pathlib import Path
 from conformance.corpus.counterexamples import save_replica_traces
 from conformance.explore.check import VACUOUS, begin_saved_search, check, kept_search, saved_search, counterexample_steps, counterexample_table, save_counterexample, save_counterexample_diagram, summary, summary_table
 from conformance.explore.configs import CheckConfig, IsrCheckConfig, check_bound, resolve, worker_count
-from conformance.explore.engine import Progress
+from conformance.explore.engine import Progress, SearchInterrupted
 from conformance.explore.isr_system import IsrSystem, steps_table
 from conformance.explore import liveness_summary
 from conformance.explore.kept import ResumeError
 from conformance.explore.kraft_liveness import KraftLiveness
-from conformance.explore.lasso import check_liveness
+from conformance.explore.liveness_search import check_liveness
 from conformance.explore.sharded import WorkerFailed
 from conformance.outputs import check_directory
 from conformance.spark.session import spark_options
@@ -88,28 +88,46 @@ def fair_timers(text: str) -> frozenset[TimerKind]:
     return frozenset(TimerKind(name) for name in names)
 
 
+def show_progress(p: Progress) -> None:
+    """A search's progress on one terminal line, rewritten as it goes."""
+    rate = p.distinct / p.seconds if p.seconds else 0
+    print(f"\r  distinct {p.distinct:,}  {rate:,.0f} states/s  depth {p.depth}  queue {p.queue:,}  {p.seconds:.0f}s", end="", file=sys.stderr, flush=True)
+
+
 def liveness_checked(args: argparse.Namespace, name: str, config: CheckConfig | IsrCheckConfig, out: Path) -> int:
-    """--liveness: the fair-cycle search (conformance.explore.lasso) on the unreduced graph, in
-    memory and in one process; every safety property is checked on the same states."""
-    refused = [option for option, given in (("--resume", args.resume), ("--state-dir", args.state_dir), ("--engine spark", args.engine == "spark"), ("--workers", args.workers), ("--keep-going", args.keep_going)) if given]
+    """--liveness: the fair-cycle search (conformance.explore.liveness_search) on the unreduced
+    graph, with the safety search's engine on --workers processes, in memory or in --state-dir;
+    every safety property is checked on the same states."""
+    refused = [option for option, given in (("--resume", args.resume), ("--engine spark", args.engine == "spark"), ("--keep-going", args.keep_going)) if given]
     if refused:
-        raise ConfigError(f"--liveness builds the state graph in memory, in one process: {', '.join(refused)} cannot be given with it")
+        raise ConfigError(f"--liveness searches the whole graph, in-process or sharded, and judges it once: {', '.join(refused)} cannot be given with it")
     if isinstance(config, IsrCheckConfig):
         raise ConfigError("--liveness checks KRaft configurations; the ISR system states no liveness property")
     timers = liveness.FAIR_TIMERS if args.fair_timers is None else args.fair_timers
+    workers = worker_count(args.workers)
     live = KraftLiveness(config, timers)
     tty = sys.stderr.isatty() and not args.json
 
-    def progress(expanded: int, found: int, seconds: float) -> None:
-        print(f"\r  expanded {expanded:,} of {found:,} states found  {expanded / seconds:,.0f} states/s  {seconds:.0f}s", end="", file=sys.stderr, flush=True)
-
-    result = check_liveness(live, max_states=args.max_states, max_seconds=args.max_seconds, progress=progress if tty else None)
+    kept = Path(args.state_dir) if args.state_dir is not None else None
+    ended = ("\n" if tty else "") + "kraftcheck: {}"
+    try:
+        with kept_search(kept, new=True) if kept else contextlib.nullcontext():
+            result = check_liveness(live, workers=workers, max_states=args.max_states, max_seconds=args.max_seconds, progress=show_progress if tty else None, state_dir=kept)
+    except SearchInterrupted:
+        print(ended.format("interrupted; a liveness check judges the whole graph, so nothing is reported"), file=sys.stderr)
+        return 130
+    except (OSError, WorkerFailed) as error:
+        print(ended.format(f"the search cannot go on: {error}"), file=sys.stderr)
+        return 2
+    except ResumeError as error:
+        print(f"kraftcheck: {error}", file=sys.stderr)
+        return 2
     if tty:
         print(file=sys.stderr)
     data = liveness_summary.summary(name, config, live, result, timers)
     if not args.json:
         print(liveness_summary.summary_table(data))
-    unsaved = saved_counterexamples(args, out, name, data, live.system, result.counterexamples)
+    unsaved = saved_counterexamples(args, out, name, data, live, result.counterexamples)
     data["lasso_files"], data["lasso_diagrams"] = [], []
     try:
         for verdict in result.verdicts:
@@ -201,16 +219,11 @@ def searched(args: argparse.Namespace, name: str, config: CheckConfig | IsrCheck
     """The search run, its summary and counterexamples shown and saved: the exit code."""
     live = sys.stderr.isatty() and not args.json
 
-    def progress(p: Progress) -> None:
-        rate = p.distinct / p.seconds if p.seconds else 0
-        line = f"\r  distinct {p.distinct:,}  {rate:,.0f} states/s  depth {p.depth}  queue {p.queue:,}  {p.seconds:.0f}s"
-        print(line, end="", file=sys.stderr, flush=True)
-
     def level_done(p: Progress) -> None:
         """On Spark, a line per level: a level takes seconds, and a log of them tells where time went."""
         print(f"  level {p.depth}: {p.distinct:,} states, frontier {p.queue:,}, {p.generated:,} generated, {p.seconds:.1f}s", file=sys.stderr, flush=True)
 
-    shown = level_done if spark else (progress if live else None)
+    shown = level_done if spark else (show_progress if live else None)
     kept = args.state_dir or args.resume
     ended = ("\n" if live else "") + "kraftcheck: {}" + (f"; the search kept in {kept} continues from its last completed level with: kraftcheck check --resume {kept}" if kept else "")
     try:

@@ -216,6 +216,7 @@ def explore(
                 if progress and time.perf_counter() >= next_report:
                     progress(Progress(len(visited), generated + builder.generated + len(builder.states), depth + 1, len(builder.level), time.perf_counter() - start))
                     next_report = time.perf_counter() + progress_every
+            level_expanded(system, depth)
             level = builder.finish()
             generated += builder.generated
             findings.note_all(builder.findings)
@@ -235,6 +236,14 @@ def explore(
         raise SearchInterrupted(len(space.visited or ()), generated, depth, time.perf_counter() - start) from None
     finally:
         space.close()
+
+
+def level_expanded(system: System, depth: int) -> None:
+    """Tell a system that records what it expands (conformance.explore.liveness_search.Recording)
+    that this process has expanded every state of `depth` it had."""
+    note = getattr(system, "level_expanded", None)
+    if note is not None:
+        note(depth)
 
 
 def checkpoint(completed: int, distinct: int, findings: Findings, generated: int, depth: int, start: float, workers: int = 1) -> Checkpoint:

@@ -1,29 +1,36 @@
 """The KRaft cluster as the fair-cycle search sees it (conformance.explore.lasso.LivenessSystem).
 
-The explorer's own encoding and steps (conformance.explore.kraft_system), with two differences
-liveness needs: symmetry reduction is off (fairness is per message and per node, and a renamed
-state would rename the actions owed), and a loss is a step of its own, a fault, even without a
-bound on messages in flight (a message left undelivered forever is not a fair run). Which step
-is a fault depends on the state (model.liveness.is_fault: a timeout beating its traffic).
+The explorer's own system (conformance.explore.kraft_system), explored by the same engines, with
+two differences liveness needs: symmetry reduction is off (fairness is per message and per node,
+and a renamed state would rename the actions owed), and a loss is a step of its own, a fault,
+even without a bound on messages in flight (a message left undelivered forever is not a fair
+run). What liveness adds is labels(): which fair action each step takes, which are owed, and the
+goals, read from caches per (node states, history) prefix and per message, since the search
+asks it of every state (the rules are model.liveness's; which step is a fault depends on the
+state: a timeout beating its traffic).
 """
 
-from collections.abc import Iterator
-
-import msgspec
+from collections.abc import Hashable
 
 from conformance.explore.configs import CheckConfig
-from conformance.explore.kraft_system import KraftSystem
+from conformance.explore.interned import stable_fingerprint
+from conformance.explore.kraft_system import PREFIXES_CACHED, KraftSystem
 from model import liveness
+from model import network
+from model.cluster import ClusterState, CutLink, link_actions, links_cut, node_actions
+
+NO_FAIRNESS, FAULT = -1, -2  # a step's label when it takes no fair action, or is a fault; else its fair action's id (>= 0)
+FAIR_ID_MASK = (1 << 63) - 1
 
 
-def without_picks(action: object) -> object:
-    """An action whatever outcome its node's step took."""
-    return msgspec.structs.replace(action, picks=()) if getattr(action, "picks", ()) else action
+def fair_id(fairness: Hashable) -> int:
+    """A fair action (model.liveness.fairness_of) as a non-negative int, the same in every process."""
+    return stable_fingerprint(fairness) & FAIR_ID_MASK
 
 
-class KraftLiveness:
+class KraftLiveness(KraftSystem):
     def __init__(self, config: CheckConfig, fair_timers: frozenset = liveness.FAIR_TIMERS) -> None:
-        self.system = KraftSystem(
+        super().__init__(
             config.cluster(),
             config.faults(),
             max_epoch=config.max_epoch,
@@ -33,46 +40,138 @@ class KraftLiveness:
             every_choice=config.every_choice,
             losses_as_steps=True,
         )
-        self.cluster = self.system.cluster
         self.fair_timers = fair_timers
-        self.symmetry = False
-
-    def initial_states(self) -> list:
-        return self.system.initial_states()
-
-    def fingerprint(self, state: tuple) -> int:
-        return self.system.fingerprint(state)
+        self.goal_rules = liveness.checked_goals(self.cluster)
+        self._prefix_labels: dict[tuple[int, ...], tuple] = {}
+        self._message_labels: dict[int, tuple] = {}
+        self._node_labels: dict[tuple, tuple] = {}
+        self._goals: dict[tuple, int] = {}  # by model.liveness.goal_view
 
     def goal_ids(self) -> tuple[str, ...]:
-        return liveness.checked_goals(self.cluster)
+        return self.goal_rules
 
-    def expand(self, state: tuple) -> tuple[list[tuple], frozenset, bool]:
-        """The state's explored steps (key, successor, its fingerprint, fair action or None, fault), the fair
-        actions it enables, and whether a step it enables (no fault) leaves the bounds."""
-        system = self.system
-        fps, handles = system.expand(state)
-        decoded = system.decode(state)
-        steps, explored = [], set()
-        for fp, handle in zip(fps, handles):
-            key = system.key(handle)
-            action = system.action(key)
-            explored.add(without_picks(action))
-            steps.append((key, system.reach(handle), fp, liveness.fairness_of(action, self.fair_timers), liveness.is_fault(self.cluster, decoded, action)))
-        enabled = self.cluster.enabled(decoded)
-        fair = liveness.owed(self.cluster, decoded, enabled, self.fair_timers)
-        cut = any(not liveness.is_fault(self.cluster, decoded, action) and without_picks(action) not in explored for action in enabled)
-        return steps, fair, cut
+    def labels(self, state: tuple[int, ...], handles: list) -> tuple[list[int], list[int], bool, int]:
+        """For expand()'s handles of a state: each step's label (a fair action's id, NO_FAIRNESS or
+        FAULT), the fair actions the state owes (enabled, within the bounds or not; a timer of
+        RESET_BY_TRAFFIC only once its node is quiet), whether a step it enables that is no fault
+        leaves the bounds, and the goals it meets (bit i: goal_ids()[i]). The fair actions owed are
+        distinct without sorting: one per distinct message in flight and per node action."""
+        size = self.size
+        goals, cut, node_labels, owed, busy, canvassers, heals, held, standing = self._prefix_of(state[: size + 1])
+        fair_of = {}  # deliverable message -> its delivery's fair id
+        unquiet, canvassing = held, ()
+        messages = self._message_labels
+        for message_id in state[size + 1 :]:
+            found = messages.get(message_id) or self._message_of(message_id)
+            if found[1] in cut:
+                continue
+            fair_of[message_id] = found[0]
+            if found[2]:
+                unquiet = unquiet.union(found[2])
+            if found[3] is not None and standing.get(found[3][0]) == found[3]:
+                canvassing = (*canvassing, found[3][0])
+        owed = owed + list(fair_of.values())
+        if unquiet or canvassing:
+            node_labels = dict(node_labels)
+            for action, fair in busy:
+                if (action.node, action.timer) in unquiet:
+                    node_labels[action] = FAULT
+                elif fair >= 0:
+                    owed.append(fair)
+            for action in canvassers:
+                if action.node in canvassing:
+                    node_labels[action] = FAULT
+        else:
+            owed += [fair for _action, fair in busy if fair >= 0]
+        labels, explored = [], set()
+        for _state, move, at in handles:
+            key = move[5]
+            if key is None or at <= -2:  # a loss, or a duplicate delivered
+                labels.append(FAULT)
+                continue
+            kind, what, picks = key
+            explored.add(what)
+            if picks and any(pick in liveness.LATE_PICKS for pick in picks):
+                labels.append(FAULT)
+            elif kind == "deliver":
+                labels.append(fair_of[what])
+            elif kind == "node":
+                labels.append(node_labels[what])
+            else:
+                labels.append(FAULT if type(what) is CutLink else NO_FAIRNESS)
+        leaves = not explored.issuperset(fair_of) or not explored.issuperset(heals)
+        if not leaves:
+            for action, label in node_labels.items():
+                if label != FAULT and action not in explored:
+                    leaves = True
+                    break
+        return labels, owed, leaves, goals
 
-    def goals(self, state: tuple) -> tuple[bool, ...]:
-        missed = liveness.unmet(self.cluster, self.system.decode(state))
-        return tuple(rule not in missed for rule in liveness.checked_goals(self.cluster))
+    def _prefix_of(self, prefix: tuple[int, ...]) -> tuple:
+        """What labels() reads of the node states and history, once per prefix: the goals met, the
+        links cut, each node action's label where nothing is in flight, the fair actions owed
+        whatever is in flight, the timers of RESET_BY_TRAFFIC (owed, and no fault, only once their
+        node is quiet) with their fair ids, the election timeouts (a fault while their node's
+        canvass is answered), the heals enabled, the (node, timer) pairs a held
+        Fetch will reset, and each standing node's canvass round."""
+        found = self._prefix_labels.get(prefix)
+        if found is None:
+            if len(self._prefix_labels) >= PREFIXES_CACHED:
+                self._prefix_labels.clear()
+            cluster, size = self.cluster, self.size
+            members = tuple(self.nodes.values[n] for n in prefix[:size])
+            history_id = prefix[size]
+            history = self.histories.values[history_id]
+            state = ClusterState(nodes=members, network=network.EMPTY, history=history)
+            view = liveness.goal_view(state)
+            goals = self._goals.get(view)
+            if goals is None:
+                goals = self._goals[view] = sum(1 << place for place, rule in enumerate(self.goal_rules) if liveness.GOALS[rule](cluster, state))
+            node_labels, owed, busy, canvassers, standing = {}, [], [], [], {}
+            for at in range(size):
+                labelled, canvass = self._node_of(at, prefix[at], history)
+                for action, fair, condition in labelled:
+                    node_labels[action] = FAULT if condition == "always" else fair
+                    if condition == "busy":
+                        busy.append((action, fair))
+                    elif fair >= 0:
+                        owed.append(fair)
+                    if condition == "canvassing":
+                        canvassers.append(action)
+                if canvass is not None:
+                    standing[canvass[0]] = canvass
+            held = frozenset()
+            if any(self._held(n) for n in prefix[:size]):
+                held = frozenset(
+                    (node_id, timer) for at, node_id in enumerate(cluster.ids) for timer in liveness.RESET_BY_TRAFFIC if liveness.held_resets(members, node_id, at, timer)
+                )
+            cut = links_cut(history)
+            heals = [action for action in link_actions(cluster.ids, history, self.faults) if type(action) is not CutLink] if cut else []
+            found = self._prefix_labels[prefix] = (goals, cut, node_labels, owed, busy, canvassers, heals, held, standing)
+        return found
 
-    def violations(self, state: tuple) -> tuple:
-        return self.system.violations(state)
+    def _node_of(self, at: int, node_id: int, history) -> tuple[list[tuple], tuple | None]:
+        """One node's actions, each with its fair id and when it is a fault, and its canvass
+        round: once per node state and what of the history node actions read."""
+        key = (at, node_id, history.appended, history.crashes)
+        found = self._node_labels.get(key)
+        if found is None:
+            name, config, node = self.cluster.ids[at], self.cluster.node_configs[at], self.nodes.values[node_id]
+            labelled = []
+            for action in node_actions(name, config, node, history, self.faults):
+                fairness = liveness.fairness_of(action, self.fair_timers)
+                labelled.append((action, NO_FAIRNESS if fairness is None else fair_id(fairness), liveness.fault_condition(action)))
+            found = self._node_labels[key] = (labelled, liveness.standing_round(name, node))
+        return found
 
-    def property_ids(self) -> tuple[str, ...]:
-        return self.system.property_ids()
+    def _message_of(self, message_id: int) -> tuple:
+        """What labels() reads of a message, once: its delivery's fair id, its link, the (node,
+        timer) pairs its delivery resets, and the canvass round it belongs to."""
+        found = self._message_labels.get(message_id)
+        if found is None:
+            envelope = self.messages.values[message_id]
+            resets = tuple((n, timer) for n in self.cluster.ids for timer in liveness.RESET_BY_TRAFFIC if liveness.resets(timer, envelope, n))
+            fair = fair_id(("deliver", envelope))
+            found = self._message_labels[message_id] = (fair, (envelope.source, envelope.destination), resets, liveness.canvass_of(envelope))
+        return found
 
-    def successors(self, state: tuple) -> Iterator[tuple]:
-        """(key, successor) pairs, as conformance.explore.check.counterexample_steps reads a path."""
-        return self.system.successors(state)

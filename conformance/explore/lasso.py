@@ -1,189 +1,142 @@
-"""Fair-cycle search: the liveness half of `check` (`check --liveness`).
+"""Fair-cycle judgement: the liveness half of `check` (`check --liveness`), on the state graph the
+search recorded (conformance.explore.liveness_search).
 
 A property "always eventually GOAL" is violated by a lasso: a path from an initial state (faults
 allowed) into a cycle of fault-free steps on which GOAL never holds and which is fair: every
 weakly fair action enabled at every state of the cycle is taken on it. Under weak fairness a
 strongly connected component of the non-GOAL, fault-free graph holds a fair cycle exactly when
-the walk through all of it is fair, so each component is judged once (Tarjan's algorithm), as
-TLC and SPIN do for weak fairness:
+the walk through all of it is fair, so each component is judged once, as TLC and SPIN do for
+weak fairness:
 
-    fair          every action enabled throughout the component is taken inside it: a violation
+    fair          every action owed throughout the component is taken inside it: a violation
                   (wedged when no step but a fault leaves the component: once the network is
                   fair and timely, the cluster never gets out)
-    at the bounds some action enabled throughout is taken nowhere inside, and from some state
-                  of the component that action leaves the exploration's bounds (a larger epoch):
-                  the bounded graph cannot tell; counted, never called a violation or a proof
+    at bounds     some action owed throughout is taken nowhere inside, and from some state of
+                  the component every such action leaves the exploration's bounds (a larger
+                  epoch): the bounded graph cannot tell; counted, never called a violation or a proof
     unfair        such an action leads out of the component from every state: not a violation
 
-The graph is built in memory by a breadth-first search, so the shortest prefix to a component is
-known (and every safety property is checked on each state as it is added: the shallowest
-violation of each is kept, as the safety search keeps it); the cycle is a short closed walk inside it that takes every action fairness asks for and
-passes a state where each other action it meets is disabled.
+Most states lie on no cycle of a property's subgraph: they are peeled off first, in whole-array
+passes (a state no step enters or leaves inside the subgraph is a component of its own, and
+its verdict is in the flags the search recorded), and Tarjan's algorithm runs on what is left.
+The lasso is the shortest: the prefix to the component's shallowest state, then a short closed
+walk inside it that takes every action fairness asks for and passes a state where each other
+action it meets is disabled.
 """
 
-import time
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable
-from typing import NamedTuple, Protocol
+from collections.abc import Callable
+from typing import NamedTuple
 
 import msgspec
+import numpy as np
 
-from conformance.explore.engine import Counterexample
-
-
-class LivenessSystem(Protocol):
-    """What the fair-cycle search needs of a system (conformance.explore.kraft_system.KraftLiveness)."""
-
-    def initial_states(self) -> list: ...
-
-    def fingerprint(self, state) -> int: ...
-
-    def expand(self, state) -> tuple[Iterable[tuple[object, object, Hashable | None, bool]], frozenset, bool]:
-        """Every explored step, as (action key, successor, its fingerprint, the fair action it
-        takes or None, whether it is a fault); the fair actions the state enables, those whose steps leave the
-        bounds included; and whether any step it enables (fair or not, no fault) leaves them."""
-
-    def goal_ids(self) -> tuple[str, ...]: ...
-
-    def goals(self, state) -> tuple[bool, ...]: ...
-
-    def violations(self, state) -> tuple:
-        """The safety properties the state violates (conformance.explore.engine.Violation)."""
-
-    def property_ids(self) -> tuple[str, ...]: ...
+NO_FAIRNESS, FAULT = -1, -2  # a step's label when it takes no fair action, or is a fault; else its fair action's id (>= 0)
+LEAVES_BOUNDS = 1  # a state's flag: a step it enables that is no fault leaves the bounds
+FAIR, AT_BOUNDS, UNFAIR = 0, 1, 2  # a component's verdict
 
 
-class Lasso(NamedTuple):
-    """A violation: the path to the cycle's first state (its (action key, state) steps, the first
-    with key None) and the cycle's steps from there back to that state."""
+class Graph(msgspec.Struct):
+    """The recorded graph, states in (depth, fingerprint) order, edges and owed actions per state
+    back to back (state i's are [start[i], start[i + 1])); an edge's `to` is -1 where its target
+    was found but not expanded (a search stopped by a limit)."""
 
-    prefix: list[tuple[object, object]]
-    cycle: list[tuple[object, object]]
+    fps: np.ndarray
+    depth: np.ndarray
+    goals: np.ndarray  # bit i: the state meets goal i
+    flags: np.ndarray
+    edge_start: np.ndarray
+    edge_to: np.ndarray
+    edge_label: np.ndarray
+    owed_start: np.ndarray
+    owed: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.fps)
+
+    def edges(self, state: int) -> list[tuple[int, int]]:
+        """(target, label) of each step the state takes."""
+        low, high = int(self.edge_start[state]), int(self.edge_start[state + 1])
+        return list(zip(self.edge_to[low:high].tolist(), self.edge_label[low:high].tolist()))
+
+    def owed_by(self, state: int) -> frozenset[int]:
+        return frozenset(self.owed[self.owed_start[state] : self.owed_start[state + 1]].tolist())
+
+
+class Walk(NamedTuple):
+    """A lasso as state indices: the path to the cycle's first state and the cycle back to it,
+    each step (state, label of the step into it; the first prefix step's label is NO_FAIRNESS)."""
+
+    prefix: list[tuple[int, int]]
+    cycle: list[tuple[int, int]]
     wedged: bool
 
 
-class Verdict(msgspec.Struct):
-    """One property's outcome: its lasso if violated, and how many components were fair but for
-    actions that leave the bounds (at_bounds) or unfair."""
-
+class Judged(NamedTuple):
     rule: str
-    lasso: Lasso | None
+    walk: Walk | None
     components: int
     at_bounds: int
     unfair: int
 
 
-class LivenessResult(msgspec.Struct):
-    distinct: int
-    transitions: int
-    seconds: float
-    complete: bool
-    stopped: str | None  # the limit that stopped the search: "max-states" or "max-seconds"
-    verdicts: list[Verdict]
-    counterexamples: list  # the safety properties' (Counterexample), shallowest first found, in property order
+def sources(graph: Graph) -> np.ndarray:
+    """Each edge's source state."""
+    return np.repeat(np.arange(len(graph), dtype=np.int64), np.diff(graph.edge_start))
 
 
-class Graph:
-    """The explored state graph: states by index in breadth-first order (so a smaller index is
-    no deeper), their successors, the fair actions each enabled and each step took."""
-
-    def __init__(self) -> None:
-        self.states: list = []
-        self.index: dict[int, int] = {}
-        self.parent: list[tuple[int, object]] = []  # (parent index, action key); the initial states' own index
-        self.edges: list[list[tuple[int, int, object]]] = []  # per state: (successor, fair action id or -1 for none, -2 for a fault; key)
-        self.enabled: list[frozenset[int]] = []
-        self.explored_fair: list[frozenset[int]] = []
-        self.cut: list[bool] = []  # whether a step the state enables leaves the bounds
-        self.goals: list[tuple[bool, ...]] = []
-        self.fair_ids: dict[Hashable, int] = {}
-        self.transitions = 0
-        self.violated: dict[str, tuple[object, int]] = {}  # per safety rule: its violation and the first state showing it
-
-    def fair_id(self, action: Hashable) -> int:
-        return self.fair_ids.setdefault(action, len(self.fair_ids))
+def peeled(graph: Graph, inside: np.ndarray, source: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fault-free edges between states `inside`, and the states left once those no such edge
+    enters or leaves are taken away, again and again (none of them is on a cycle): (alive, edge
+    sources, edge targets) among what is left."""
+    keep = (graph.edge_label != FAULT) & (graph.edge_to >= 0)
+    keep[keep] = inside[source[keep]] & inside[graph.edge_to[keep]]
+    tails, heads = source[keep], graph.edge_to[keep]
+    alive = inside.copy()
+    while True:
+        entered = np.bincount(heads, minlength=len(graph)) > 0
+        left = np.bincount(tails, minlength=len(graph)) > 0
+        still = alive & entered & left
+        if still.sum() == alive.sum():
+            return alive, tails, heads
+        alive = still
+        both = still[tails] & still[heads]
+        tails, heads = tails[both], heads[both]
 
 
-def explore_graph(
-    system: LivenessSystem, max_states: int | None = None, max_seconds: float | None = None, progress: Callable[[int, int, float], None] | None = None
-) -> tuple[Graph, str | None]:
-    """The reachable graph, breadth-first, and the limit that stopped it ("max-states",
-    "max-seconds") or None: complete. `progress` hears (expanded, found, seconds) now and then."""
-    graph = Graph()
-    start = time.perf_counter()
-
-    def add(state, fp: int, parent: int | None, key: object) -> int:
-        at = graph.index.get(fp)
-        if at is None:
-            at = graph.index[fp] = len(graph.states)
-            graph.states.append(state)
-            graph.parent.append((at if parent is None else parent, key))
-            for violation in system.violations(state):
-                graph.violated.setdefault(violation.rule, (violation, at))
-        return at
-
-    for state in system.initial_states():
-        add(state, system.fingerprint(state), None, None)
-    done, stopped = 0, None
-    while done < len(graph.states):
-        if max_states is not None and len(graph.states) >= max_states:
-            stopped = "max-states"
-            break
-        if max_seconds is not None and done % 1_000 == 0 and time.perf_counter() - start > max_seconds:
-            stopped = "max-seconds"
-            break
-        state = graph.states[done]
-        edges, taken = [], set()
-        steps, fair_enabled, cut = system.expand(state)
-        for key, successor, fp, fair, fault in steps:
-            label = -2 if fault else (-1 if fair is None else graph.fair_id(fair))
-            edges.append((add(successor, fp, done, key), label, key))
-            if label >= 0:
-                taken.add(label)
-        graph.edges.append(edges)
-        graph.transitions += len(edges)
-        graph.enabled.append(frozenset(graph.fair_id(a) for a in fair_enabled))
-        graph.cut.append(cut)
-        graph.explored_fair.append(frozenset(taken))
-        graph.goals.append(system.goals(state))
-        done += 1
-        if progress and done % 20_000 == 0:
-            progress(done, len(graph.states), time.perf_counter() - start)
-    return graph, stopped  # states found but not expanded are not judged (see components)
-
-
-def components(graph: Graph, inside: Callable[[int], bool]) -> list[list[int]]:
-    """The strongly connected components of the fault-free steps between states `inside` accepts
-    (Tarjan's algorithm, without recursion), each as its states' indices."""
-    count = len(graph.edges)
+def strongly_connected(states: np.ndarray, tails: np.ndarray, heads: np.ndarray) -> tuple[np.ndarray, int]:
+    """The strongly connected components of the graph on `states` (sorted) with these edges
+    (Tarjan's algorithm, without recursion): each state's component number, and how many there are."""
+    count = len(states)
+    local_tails, local_heads = np.searchsorted(states, tails), np.searchsorted(states, heads)
+    order = np.argsort(local_tails, kind="stable")
+    start = np.searchsorted(local_tails[order], np.arange(count + 1)).tolist()
+    successors = local_heads[order].tolist()
     number = [-1] * count
     low = [0] * count
     on_stack = [False] * count
+    component_of = [0] * count
     stack: list[int] = []
-    found: list[list[int]] = []
-    counter = 0
+    found = counter = 0
     for root in range(count):
-        if number[root] != -1 or not inside(root):
+        if number[root] != -1:
             continue
-        work = [(root, 0)]
+        work = [(root, start[root])]
         number[root] = low[root] = counter
         counter += 1
         stack.append(root)
         on_stack[root] = True
         while work:
             node, at = work[-1]
-            edges = graph.edges[node]
-            if at < len(edges):
+            if at < start[node + 1]:
                 work[-1] = (node, at + 1)
-                successor, label, _key = edges[at]
-                if label == -2 or successor >= count or not inside(successor):
-                    continue
+                successor = successors[at]
                 if number[successor] == -1:
                     number[successor] = low[successor] = counter
                     counter += 1
                     stack.append(successor)
                     on_stack[successor] = True
-                    work.append((successor, 0))
+                    work.append((successor, start[successor]))
                 elif on_stack[successor]:
                     low[node] = min(low[node], number[successor])
                 continue
@@ -192,137 +145,181 @@ def components(graph: Graph, inside: Callable[[int], bool]) -> list[list[int]]:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[node])
             if low[node] == number[node]:
-                component = []
                 while True:
                     member = stack.pop()
                     on_stack[member] = False
-                    component.append(member)
+                    component_of[member] = found
                     if member == node:
                         break
-                found.append(sorted(component))
-    return found
+                found += 1
+    return np.array(component_of, dtype=np.int64), found
 
 
-def judged(graph: Graph, members: list[int]) -> tuple[str, set[int]]:
-    """A component's verdict (fair, at-bounds or unfair) and the fair actions a fair cycle in it must take."""
-    inside = set(members)
-    required = frozenset.intersection(*(graph.enabled[s] for s in members))
-    taken = {label for s in members for successor, label, _key in graph.edges[s] if label >= 0 and successor in inside}
-    missing = required - taken
-    if not missing:
-        return "fair", set(required)
-    if all(any(action not in graph.explored_fair[s] for s in members) for action in missing):
-        return "at-bounds", set()
-    return "unfair", set()
+def spans(start: np.ndarray, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The places of the states' runs in arrays laid out by `start` (their edges, their actions
+    owed), back to back, and how long each run is."""
+    lengths = start[states + 1] - start[states]
+    firsts = np.repeat(start[states] - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return firsts + np.arange(int(lengths.sum()), dtype=np.int64), lengths
 
 
-def _path_inside(graph: Graph, inside: set[int], start: int, wanted: Callable[[int], bool]) -> list[tuple[int, int, object]]:
-    """The shortest fault-free walk inside a component from `start` to a state `wanted` accepts,
-    as (state, fair label, key) steps (empty when start is wanted)."""
-    if wanted(start):
-        return []
-    came: dict[int, tuple[int, int, object]] = {start: (-1, -1, None)}
-    queue = deque([start])
-    while queue:
-        node = queue.popleft()
-        for successor, label, key in graph.edges[node]:
-            if label == -2 or successor not in inside or successor in came:
-                continue
-            came[successor] = (node, label, key)
-            if wanted(successor):
-                steps = []
-                while successor != start:
-                    node, label, key = came[successor]
-                    steps.append((successor, label, key))
-                    successor = node
-                return steps[::-1]
-            queue.append(successor)
-    raise AssertionError("a strongly connected component is connected")
+def verdicts(graph: Graph, members: np.ndarray, component: np.ndarray, count: int) -> np.ndarray:
+    """Every component judged at once (FAIR, AT_BOUNDS or UNFAIR, by component number), from
+    the states `members` and their component numbers: the actions owed throughout a component
+    (owed by as many of its states as it has), those taken on a fault-free step inside it, and,
+    for each owed throughout but never taken, how many of its states explore it."""
+    size = np.bincount(component, minlength=count)
+    home = np.full(len(graph), -1, dtype=np.int64)
+    home[members] = component
+    owed_at, owed_lengths = spans(graph.owed_start, members)
+    actions = np.unique(graph.owed[owed_at])  # dense ids: their places here
+    width = max(len(actions), 1)
+    owed_keys, owed_counts = np.unique(np.repeat(component, owed_lengths) * width + np.searchsorted(actions, graph.owed[owed_at]), return_counts=True)
+    required = owed_keys[owed_counts == size[owed_keys // width]]
+    edge_at, degrees = spans(graph.edge_start, members)
+    tails, labels, heads = np.repeat(members, degrees), graph.edge_label[edge_at], graph.edge_to[edge_at]
+    place = np.minimum(np.searchsorted(actions, labels), width - 1)
+    fair = (labels >= 0) & (actions[place] == labels) if len(actions) else np.zeros(len(labels), dtype=bool)
+    inside = fair & (heads >= 0)
+    inside[inside] = home[heads[inside]] == home[tails[inside]]
+    taken = np.unique(home[tails[inside]] * width + place[inside])
+    missing = np.setdiff1d(required, taken, assume_unique=True)
+    explored = np.unique(tails[fair] * width + place[fair])  # (state, action) once each
+    explored_keys, explorers = np.unique(home[explored // width] * width + explored % width, return_counts=True)
+    at = np.minimum(np.searchsorted(explored_keys, missing), max(len(explored_keys) - 1, 0))
+    explored_by_all = (explored_keys[at] == missing) & (explorers[at] == size[missing // width]) if len(explored_keys) else np.zeros(len(missing), dtype=bool)
+    verdict = np.full(count, FAIR, dtype=np.int8)
+    verdict[missing // width] = AT_BOUNDS
+    verdict[missing[explored_by_all] // width] = UNFAIR
+    return verdict
 
 
-def fair_cycle(graph: Graph, members: list[int], required: set[int]) -> list[tuple[int, int, object]]:
-    """A closed walk from the component's first state that takes every required action and, for
-    every other fair action enabled all along it, passes a state where that action is disabled
-    (one exists: the action is not required). Empty when the cycle is the first state itself,
-    with nothing fair enabled there: the cluster stays."""
-    inside, entry = set(members), members[0]
-    visits: list[int] = []
-    while True:
-        walk = _closed_walk(graph, inside, entry, required, visits)
-        on = {entry} | {step[0] for step in walk}
-        taken = {step[1] for step in walk}
-        enabled_all_along = frozenset.intersection(*(graph.enabled[s] for s in on))
-        unmet = sorted(enabled_all_along - taken)
-        if not unmet:
-            return walk
-        visits.append(next(s for s in members if unmet[0] not in graph.enabled[s]))
+class Component:
+    """One component's states, its fault-free steps inside it and what each state owes."""
+
+    def __init__(self, graph: Graph, members: list[int]) -> None:
+        self.members = members
+        inside = set(members)
+        self.steps = {s: [(t, label) for t, label in graph.edges(s) if label != FAULT and t in inside] for s in members}
+        self.owed = {s: graph.owed_by(s) for s in members}
+
+    def required(self) -> frozenset[int]:
+        """The fair actions owed throughout the component: a fair cycle takes each."""
+        return frozenset.intersection(*self.owed.values())
+
+    def path(self, start: int, wanted: Callable[[int], bool]) -> list[tuple[int, int]]:
+        """The shortest walk inside from `start` to a state `wanted` accepts, as (state, label)
+        steps (empty when start is wanted)."""
+        if wanted(start):
+            return []
+        came: dict[int, tuple[int, int]] = {start: (-1, NO_FAIRNESS)}
+        queue = deque([start])
+        while queue:
+            node = queue.popleft()
+            for successor, label in self.steps[node]:
+                if successor in came:
+                    continue
+                came[successor] = (node, label)
+                if wanted(successor):
+                    steps = []
+                    while successor != start:
+                        node, label = came[successor]
+                        steps.append((successor, label))
+                        successor = node
+                    return steps[::-1]
+                queue.append(successor)
+        raise AssertionError("a strongly connected component is connected")
+
+    def fair_cycle(self, required: frozenset[int]) -> list[tuple[int, int]]:
+        """A closed walk from the first state that takes every required action and, for every
+        other fair action owed all along it, passes a state where that action is not owed (one
+        exists: the action is not required). Empty when the cycle is the first state itself,
+        with nothing owed there: the cluster stays."""
+        entry = self.members[0]
+        visits: list[int] = []
+        while True:
+            walk = self._closed_walk(entry, required, visits)
+            on = {entry} | {state for state, _label in walk}
+            taken = {label for _state, label in walk}
+            unmet = sorted(frozenset.intersection(*(self.owed[s] for s in on)) - taken)
+            if not unmet:
+                return walk
+            visits.append(next(s for s in self.members if unmet[0] not in self.owed[s]))
+
+    def _closed_walk(self, entry: int, required: frozenset[int], visits: list[int]) -> list[tuple[int, int]]:
+        """From `entry`: to each of `visits` in turn, then to the nearest step taking an action
+        still owed and along it, until none is, then back to `entry`."""
+        walk: list[tuple[int, int]] = []
+        at = entry
+        for target in visits:
+            walk += self.path(at, lambda s, target=target: s == target)
+            at = target
+        owed = set(required) - {label for _state, label in walk}
+        while owed:
+            walk += self.path(at, lambda s: any(label in owed for _t, label in self.steps[s]))
+            at = walk[-1][0] if walk else at
+            step = next(step for step in self.steps[at] if step[1] in owed)
+            walk.append(step)
+            at = step[0]
+            owed -= {label for _state, label in walk}
+        if walk and at != entry:
+            walk += self.path(at, lambda s: s == entry)
+        return walk
+
+    def wedged(self, graph: Graph) -> bool:
+        """No step but a fault leads out, and none leaves the bounds."""
+        inside = set(self.members)
+        return not any(graph.flags[s] & LEAVES_BOUNDS for s in self.members) and all(
+            t in inside for s in self.members for t, label in graph.edges(s) if label != FAULT
+        )
 
 
-def _closed_walk(graph: Graph, inside: set[int], entry: int, required: set[int], visits: list[int]) -> list[tuple[int, int, object]]:
-    """From `entry`: to each of `visits` in turn, then to the nearest step taking an action still
-    owed and along it, until none is, then back to `entry`."""
-    walk: list[tuple[int, int, object]] = []
-    at = entry
-    for target in visits:
-        walk += _path_inside(graph, inside, at, lambda s, target=target: s == target)
-        at = target
-    owed = set(required) - {step[1] for step in walk}
-    while owed:
-        walk += _path_inside(graph, inside, at, lambda s: any(label in owed and successor in inside for successor, label, _key in graph.edges[s]))
-        at = walk[-1][0] if walk else at
-        step = next(edge for edge in graph.edges[at] if edge[1] in owed and edge[0] in inside)
-        walk.append(step)
-        at = step[0]
-        owed -= {step[1] for step in walk}
-    if walk and at != entry:
-        walk += _path_inside(graph, inside, at, lambda s: s == entry)
-    return walk
+def path_to(graph: Graph, state: int, source: np.ndarray) -> list[tuple[int, int]]:
+    """A shortest path from an initial state, as (state, label of the step into it): back
+    through the shallowest, then first, state a level up with a step to it."""
+    path = [(state, NO_FAIRNESS)]
+    while graph.depth[path[-1][0]] > 0:
+        target = path[-1][0]
+        into = np.flatnonzero(graph.edge_to == target)
+        up = into[graph.depth[source[into]] == graph.depth[target] - 1]
+        edge = int(up[np.argmin(source[up])])
+        path[-1] = (target, int(graph.edge_label[edge]))
+        path.append((int(source[edge]), NO_FAIRNESS))
+    return path[::-1]
 
 
-def path_to(graph: Graph, index: int) -> list[tuple[object, object]]:
-    """The breadth-first path from an initial state to a state, as (action key, state) steps (the first with key None)."""
-    chain = [index]
-    while graph.parent[chain[-1]][0] != chain[-1]:
-        chain.append(graph.parent[chain[-1]][0])
-    chain.reverse()
-    return [(None, graph.states[chain[0]])] + [(graph.parent[s][1], graph.states[s]) for s in chain[1:]]
+def judge(graph: Graph, place: int, rule: str, source: np.ndarray) -> Judged:
+    """One property's components counted by verdict, and its shortest lasso if one is fair."""
+    inside = (graph.goals >> place) & 1 == 0
+    alive, tails, heads = peeled(graph, inside, source)
+    alone = np.flatnonzero(inside & ~alive)  # each a component of its own, on no cycle
+    cycling = np.flatnonzero(alive)
+    numbers, found = strongly_connected(cycling, tails, heads)
+    members = np.concatenate((alone, cycling))
+    component = np.concatenate((np.arange(len(alone), dtype=np.int64), len(alone) + numbers))
+    count = len(alone) + found
+    verdict = verdicts(graph, members, component, count)
+    best = None
+    fair = np.flatnonzero(verdict == FAIR)
+    if len(fair):
+        by_component = np.argsort(component, kind="stable")
+        starts = np.searchsorted(component[by_component], np.arange(count + 1))
+        entries = np.array([members[by_component[starts[c] : starts[c + 1]]].min() for c in fair.tolist()], dtype=np.int64)
+        for at in np.argsort(entries, kind="stable").tolist():  # shallowest first: a lasso is no shorter than its prefix
+            entry, number = int(entries[at]), int(fair[at])
+            if best is not None and graph.depth[entry] + 1 > best[0][0]:
+                break
+            candidate = Component(graph, sorted(members[by_component[starts[number] : starts[number + 1]]].tolist()))
+            cycle = candidate.fair_cycle(candidate.required())
+            wedged = candidate.wedged(graph)
+            key = (int(graph.depth[entry]) + 1 + len(cycle), not wedged, entry)
+            if best is None or key < best[0]:
+                best = (key, cycle, wedged)
+    walk = None if best is None else Walk(path_to(graph, best[0][2], source), best[1], best[2])
+    return Judged(rule, walk, count, int((verdict == AT_BOUNDS).sum()), int((verdict == UNFAIR).sum()))
 
 
-def lasso_of(graph: Graph, members: list[int], required: set[int], wedged: bool) -> Lasso:
-    """The component's lasso: the breadth-first path to its first state (no deeper than any
-    other of its states), then its fair cycle."""
-    prefix = path_to(graph, members[0])
-    cycle = [(key, graph.states[s]) for s, _label, key in fair_cycle(graph, members, required)]
-    return Lasso(prefix, cycle, wedged)
-
-
-def verdicts(graph: Graph, rules: tuple[str, ...]) -> list[Verdict]:
-    """Per property, its shortest lasso (prefix and cycle steps together) and the components
-    judged at the bounds and unfair."""
-    found = []
-    for place, rule in enumerate(rules):
-        goals = graph.goals
-        lassos, counts = [], {"fair": 0, "at-bounds": 0, "unfair": 0}
-        for members in components(graph, lambda s: not goals[s][place]):
-            verdict, required = judged(graph, members)
-            counts[verdict] += 1
-            if verdict == "fair":
-                inside = set(members)
-                wedged = not any(graph.cut[s] for s in members) and all(successor in inside for s in members for successor, label, _key in graph.edges[s] if label != -2)
-                lassos.append(lasso_of(graph, members, required, wedged))
-        best = min(lassos, key=lambda lasso: (len(lasso.prefix) + len(lasso.cycle), not lasso.wedged), default=None)
-        found.append(Verdict(rule, best, sum(counts.values()), counts["at-bounds"], counts["unfair"]))
-    return found
-
-
-def check_liveness(
-    system: LivenessSystem, max_states: int | None = None, max_seconds: float | None = None, progress: Callable[[int, int, float], None] | None = None
-) -> LivenessResult:
-    """Every liveness property of the system judged on its reachable graph, and every safety
-    property on each of its states."""
-    start = time.perf_counter()
-    graph, stopped = explore_graph(system, max_states, max_seconds, progress)
-    found = verdicts(graph, system.goal_ids())
-    order = {rule: place for place, rule in enumerate(system.property_ids())}
-    safety = [Counterexample(violation, path_to(graph, at)) for violation, at in sorted(graph.violated.values(), key=lambda v: order[v[0].rule])]
-    return LivenessResult(len(graph.states), graph.transitions, time.perf_counter() - start, stopped is None, stopped, found, safety)
+def judge_all(graph: Graph, rules: tuple[str, ...]) -> list[Judged]:
+    """Every property judged: goal i of the graph is rules[i]."""
+    source = sources(graph)
+    return [judge(graph, place, rule, source) for place, rule in enumerate(rules)]

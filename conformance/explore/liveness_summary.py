@@ -10,7 +10,7 @@ from conformance.diagrams.kraft import cluster_svg
 from conformance.explore.check import STOPPED_BY, counterexample_steps
 from conformance.explore.configs import CheckConfig
 from conformance.explore.kraft_liveness import KraftLiveness
-from conformance.explore.lasso import Lasso, LivenessResult, Verdict
+from conformance.explore.liveness_search import Lasso, LivenessResult, Verdict
 from model.events import TimerKind
 from spec.rules import rule
 from spec.trace import write_bytes_atomically
@@ -44,8 +44,9 @@ def summary(name: str, config: CheckConfig, live: KraftLiveness, result: Livenes
         "distinct_states": result.distinct,
         "transitions": result.transitions,
         "wall_s": round(result.seconds, 3),
-        "engine": "in-process",
-        "workers": 1,
+        "search_s": round(result.search_seconds, 3),
+        "engine": "in-process" if result.workers == 1 else "sharded",
+        "workers": result.workers,
         "distinct_per_s": round(result.distinct / result.seconds) if result.seconds else 0,
         "properties": properties,
         "cycles": [
@@ -68,8 +69,8 @@ def summary_table(data: dict) -> str:
         ("exhaustive", "yes" if data["complete"] else f"no (stopped early{STOPPED_BY.get(data['stopped_by'], '')})"),
         ("distinct states", f"{data['distinct_states']:,}"),
         ("transitions", f"{data['transitions']:,}"),
-        ("wall seconds", f"{data['wall_s']:.1f}"),
-        ("engine", "in-process, 1 worker (the graph in memory)"),
+        ("wall seconds", f"{data['wall_s']:.1f} (the search {data['search_s']:.1f}, then the cycles judged)"),
+        ("engine", f"{data['engine']}, {data['workers']} worker{'s' if data['workers'] > 1 else ''}"),
         ("distinct states/s", f"{data['distinct_per_s']:,}"),
         ("symmetry reduction", "off (fairness is per node and per message)"),
         ("fair timers", ", ".join(data["fair_timers"]) or "none"),
@@ -91,7 +92,7 @@ def summary_table(data: dict) -> str:
 
 def lasso_steps(live: KraftLiveness, lasso: Lasso) -> list[dict]:
     """The lasso's steps (conformance.explore.check.counterexample_steps), each marked whether it is on the cycle."""
-    steps = counterexample_steps(live.system, lasso.prefix + lasso.cycle)
+    steps = counterexample_steps(live, lasso.prefix + lasso.cycle)
     for step in steps:
         step["cycle"] = step["step"] >= len(lasso.prefix)
     return steps
@@ -127,7 +128,7 @@ def save_lasso(directory: Path, name: str, data: dict, live: KraftLiveness, verd
     lines = [json.dumps(header)] + [json.dumps(step) for step in steps]
     jsonl = directory / f"{stem}.jsonl"
     write_bytes_atomically(jsonl, "".join(line + "\n" for line in lines).encode())
-    actions = [live.system.action(key) for key, _state in (lasso.prefix + lasso.cycle)[1:]]
+    actions = [live.action(key) for key, _state in (lasso.prefix + lasso.cycle)[1:]]
     title = f"{name}: {verdict.rule} violated by a lasso of {len(lasso.prefix) - 1} + {len(lasso.cycle)} steps"
     svg = cluster_svg(live.cluster, actions, title, cycle_from=len(lasso.prefix) - 1, verdicts=[how_it_repeats(verdict)])
     diagram = directory / f"{stem}.svg"

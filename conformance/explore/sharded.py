@@ -42,6 +42,7 @@ from conformance.explore.engine import (
     System,
     Violation,
     checkpoint,
+    level_expanded,
     limit_reached,
     shortest_path,
     without_cycle_collection,
@@ -153,6 +154,7 @@ class Worker:
         for parent_fp, state in self.remaining if self.remaining is not None else self.frontier:
             found_fps, found = expand(state)
             add(parent_fp, found_fps, found)
+        level_expanded(system, depth - 1)
         self.previous, self.frontier, self.remaining = self.frontier, builder.finish(), None
         self.space.save()
         return builder.generated, len(self.frontier), builder.findings

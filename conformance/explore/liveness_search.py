@@ -1,0 +1,256 @@
+"""`check --liveness`: the safety search's engines, each state's steps recorded as it is expanded,
+then every liveness property judged on the recorded graph (conformance.explore.lasso).
+
+The search is the one `check` runs (conformance.explore.engine, or .sharded over several worker
+processes, on the same fingerprint table, in memory or in a state directory), with the system
+wrapped in a Recording: as a process expands a state it appends the state's fingerprint, its
+successors' fingerprints, each step's label, the fair actions the state owes and the goals it
+meets to files of its own. Every state is expanded by exactly one process, so the files together
+hold the graph once, whatever the number of workers; they are read back as arrays, states put in
+(depth, fingerprint) order, so the verdicts and lassos are the same for any number of workers.
+Every safety property is checked by the engine on the same states, as the safety search checks it.
+"""
+
+import contextlib
+import os
+import tempfile
+import time
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+import msgspec
+import numpy as np
+
+from conformance.explore.engine import Progress, System, explore
+from conformance.explore.lasso import LEAVES_BOUNDS, Graph, Walk, judge_all
+from conformance.explore.packed import Packed
+from conformance.explore.sharded import explore_sharded
+
+FLUSH_EDGES = 1 << 20  # a process writes its records out once it holds this many steps, and at each level's end
+STATE_COLUMNS = 5  # a state's record: fingerprint, goals met, flags, steps, actions owed
+
+
+class LivenessSystem(System, Protocol):
+    """What the fair-cycle search needs of a system beyond the engines' (conformance.explore.
+    kraft_liveness.KraftLiveness): its liveness properties, and per state, the labels of the steps
+    expand() gives (see labels)."""
+
+    def goal_ids(self) -> tuple[str, ...]: ...
+
+    def labels(self, state, handles: list) -> tuple[list[int], list[int], bool, int]:
+        """Each step's label (a fair action's id >= 0, NO_FAIRNESS or FAULT), the fair actions the
+        state owes (each once), whether a step it enables that is no fault leaves the bounds, and the goals it
+        meets as bits (bit i: goal_ids()[i])."""
+
+
+class Lasso(NamedTuple):
+    """A violation: the path to the cycle's first state (its (action key, state) steps, the first
+    with key None) and the cycle's steps from there back to that state."""
+
+    prefix: list[tuple[object, object]]
+    cycle: list[tuple[object, object]]
+    wedged: bool
+
+
+class Verdict(msgspec.Struct):
+    """One property's outcome: its lasso if violated, and how many components were fair but for
+    actions that leave the bounds (at_bounds) or unfair."""
+
+    rule: str
+    lasso: Lasso | None
+    components: int
+    at_bounds: int
+    unfair: int
+
+
+class LivenessResult(msgspec.Struct):
+    distinct: int
+    transitions: int
+    seconds: float
+    complete: bool
+    stopped: str | None  # the limit that stopped the search: "max-states" or "max-seconds"
+    verdicts: list[Verdict]
+    counterexamples: list  # the safety properties' (conformance.explore.engine.Counterexample), in property order
+    workers: int = 1
+    search_seconds: float = 0.0  # of `seconds`, the search itself; the rest reads the records and judges them
+
+
+class Recording:
+    """A system whose expand() also records what it expands, under `directory`, in files named
+    after the process (a sharded search's workers each write their own)."""
+
+    def __init__(self, system: LivenessSystem, directory: Path) -> None:
+        self.system, self.directory = system, directory
+        self.prefix = directory / str(os.getpid())
+        self.states, self.steps, self.labels, self.owed = array("q"), array("q"), array("q"), array("q")
+        self.levels = array("q")  # (depth, states recorded at it) pairs
+        self.in_level = 0
+
+    def expand(self, state) -> tuple[list[int], list]:
+        system = self.system
+        fps, handles = system.expand(state)
+        labels, owed, leaves, goals = system.labels(state, handles)
+        self.states.extend((system.fingerprint(state), goals, LEAVES_BOUNDS if leaves else 0, len(fps), len(owed)))
+        self.steps.extend(fps)
+        self.labels.extend(labels)
+        self.owed.extend(owed)
+        self.in_level += 1
+        if len(self.steps) >= FLUSH_EDGES:
+            self.flush()
+        return fps, handles
+
+    def level_expanded(self, depth: int) -> None:
+        """Every state of `depth` this process had is expanded: its records written out."""
+        self.levels.extend((depth, self.in_level))
+        self.in_level = 0
+        self.flush()
+
+    def flush(self) -> None:
+        for name, records in (("states", self.states), ("steps", self.steps), ("labels", self.labels), ("owed", self.owed), ("levels", self.levels)):
+            if records:
+                with open(f"{self.prefix}.{name}", "ab") as out:
+                    records.tofile(out)
+                del records[:]
+
+    # The rest of the System protocol, as the recorded system has it.
+    def initial_states(self) -> list:
+        return self.system.initial_states()
+
+    def successors(self, state) -> Iterable[tuple[object, object]]:
+        return self.system.successors(state)
+
+    def reach(self, handle) -> object:
+        return self.system.reach(handle)
+
+    def key(self, handle) -> object:
+        return self.system.key(handle)
+
+    def fingerprint(self, state) -> int:
+        return self.system.fingerprint(state)
+
+    def violations(self, state) -> tuple:
+        return self.system.violations(state)
+
+    def pack(self, states: list) -> Packed:
+        return self.system.pack(states)
+
+    def parts(self, packed: Packed, known: set[tuple[int, int]]) -> list[tuple[int, int, bytes]]:
+        return self.system.parts(packed, known)
+
+    def learn(self, fp: int, kind: int, encoded: bytes) -> None:
+        self.system.learn(fp, kind, encoded)
+
+    def unpack(self, packed: Packed) -> list:
+        return self.system.unpack(packed)
+
+    def property_ids(self) -> tuple[str, ...]:
+        return self.system.property_ids()
+
+
+def recorded_graph(directory: Path) -> Graph:
+    """The records of every process that searched, as one graph in (depth, fingerprint) order."""
+    processes = sorted({path.stem for path in directory.glob("*.states")})
+
+    def read(process: str, name: str) -> np.ndarray:
+        path = directory / f"{process}.{name}"
+        return np.fromfile(path, dtype=np.int64) if path.exists() else np.zeros(0, dtype=np.int64)
+
+    rows = [read(p, "states").reshape(-1, STATE_COLUMNS) for p in processes]
+    levels = [read(p, "levels").reshape(-1, 2) for p in processes]
+    states = np.concatenate(rows) if rows else np.zeros((0, STATE_COLUMNS), dtype=np.int64)
+    depth = np.concatenate([np.repeat(level[:, 0], level[:, 1]) for level in levels]) if levels else np.zeros(0, dtype=np.int64)
+    steps = np.concatenate([read(p, "steps") for p in processes]) if processes else np.zeros(0, dtype=np.int64)
+    labels = np.concatenate([read(p, "labels") for p in processes]) if processes else np.zeros(0, dtype=np.int64)
+    owed = np.concatenate([read(p, "owed") for p in processes]) if processes else np.zeros(0, dtype=np.int64)
+    fps, degree, owes = states[:, 0], states[:, 3], states[:, 4]
+    order = np.lexsort((fps, depth))
+    edge_start, edge_at = regrouped(degree, order)
+    owed_start, owed_at = regrouped(owes, order)
+    fps = fps[order]
+    by_fp = np.argsort(fps)
+    targets = steps[edge_at]
+    place = np.minimum(np.searchsorted(fps, targets, sorter=by_fp), max(len(fps) - 1, 0))
+    found = fps[by_fp[place]] == targets if len(fps) else np.zeros(len(targets), dtype=bool)
+    return Graph(
+        fps=fps,
+        depth=depth[order],
+        goals=states[order, 1],
+        flags=states[order, 2],
+        edge_start=edge_start,
+        edge_to=np.where(found, by_fp[place], -1) if len(fps) else np.full(len(targets), -1, dtype=np.int64),
+        edge_label=labels[edge_at],
+        owed_start=owed_start,
+        owed=owed[owed_at],
+    )
+
+
+def regrouped(counts: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Runs laid back to back, run i `counts[i]` long, put in `order`: where each run starts
+    anew (and the end), and where each of its items was."""
+    old_start = np.concatenate(([0], np.cumsum(counts)))
+    lengths = counts[order]
+    new_start = np.concatenate(([0], np.cumsum(lengths)))
+    at = np.repeat(old_start[:-1][order] - new_start[:-1], lengths) + np.arange(int(new_start[-1]), dtype=np.int64)
+    return new_start, at
+
+
+def rebuilt(system: LivenessSystem, graph: Graph, walk: Walk) -> Lasso:
+    """A walk's states and action keys, found again by expanding each state and taking the step
+    to the next fingerprint with the same label."""
+    first = int(graph.fps[walk.prefix[0][0]])
+    state = next(s for s in system.initial_states() if system.fingerprint(s) == first)
+    steps = [(None, state)]
+    for target, label in walk.prefix[1:] + walk.cycle:
+        fps, handles = system.expand(state)
+        labels = system.labels(state, handles)[0]
+        at = next(i for i, (fp, step_label) in enumerate(zip(fps, labels)) if fp == graph.fps[target] and step_label == label)
+        state = system.reach(handles[at])
+        steps.append((system.key(handles[at]), state))
+    return Lasso(steps[: len(walk.prefix)], steps[len(walk.prefix) :], walk.wedged)
+
+
+def check_liveness(
+    system: LivenessSystem,
+    *,
+    workers: int = 1,
+    max_states: int | None = None,
+    max_seconds: float | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    state_dir: Path | None = None,
+) -> LivenessResult:
+    """Every liveness property of the system judged on its reachable graph, and every safety
+    property on each of its states; the search on `workers` processes (forked: each takes a copy
+    of `system`), its table and levels in `state_dir` if given (the records beside them, in
+    state_dir/liveness), else in memory (the records in a temporary directory)."""
+    start = time.perf_counter()
+    with records_directory(state_dir) as records:
+
+        def recording() -> Recording:
+            return Recording(system, records)
+
+        options = {"keep_going": True, "max_states": max_states, "max_seconds": max_seconds, "progress": progress, "state_dir": state_dir}
+        if workers == 1:
+            result = explore(recording(), **options)
+        else:
+            result = explore_sharded(recording, workers, local=system, **options)
+        searched = time.perf_counter() - start
+        graph = recorded_graph(records)
+    judged = judge_all(graph, system.goal_ids())
+    verdicts = [Verdict(j.rule, None if j.walk is None else rebuilt(system, graph, j.walk), j.components, j.at_bounds, j.unfair) for j in judged]
+    transitions = int(graph.edge_start[-1]) if len(graph) else 0
+    return LivenessResult(len(graph), transitions, time.perf_counter() - start, result.complete, result.stopped, verdicts, result.counterexamples, workers, searched)
+
+
+@contextlib.contextmanager
+def records_directory(state_dir: Path | None) -> Iterator[Path]:
+    """Where the processes write their records: state_dir/liveness, or a temporary directory
+    removed afterwards."""
+    if state_dir is None:
+        with tempfile.TemporaryDirectory(prefix="kraftcheck-liveness-") as temporary:
+            yield Path(temporary)
+        return
+    directory = state_dir / "liveness"
+    directory.mkdir(parents=True)
+    yield directory
