@@ -39,7 +39,7 @@ FAIR, AT_BOUNDS, UNFAIR = 0, 1, 2  # a component's verdict
 class Graph(msgspec.Struct):
     """The recorded graph, states in (depth, fingerprint) order, edges and owed actions per state
     back to back (state i's are [start[i], start[i + 1])); an edge's `to` is -1 where its target
-    was found but not expanded (a search stopped by a limit)."""
+    was found but not expanded (a search stopped by a limit); a fair action is its number."""
 
     fps: np.ndarray
     depth: np.ndarray
@@ -50,6 +50,7 @@ class Graph(msgspec.Struct):
     edge_label: np.ndarray
     owed_start: np.ndarray
     owed: np.ndarray
+    actions: np.ndarray  # the fair actions' ids, ascending: in edge_label and owed, an action is its place here
 
     def __len__(self) -> int:
         return len(self.fps)
@@ -108,7 +109,9 @@ def strongly_connected(states: np.ndarray, tails: np.ndarray, heads: np.ndarray)
     """The strongly connected components of the graph on `states` (sorted) with these edges
     (Tarjan's algorithm, without recursion): each state's component number, and how many there are."""
     count = len(states)
-    local_tails, local_heads = np.searchsorted(states, tails), np.searchsorted(states, heads)
+    local = np.zeros(int(states[-1]) + 1 if count else 0, dtype=np.int64)
+    local[states] = np.arange(count, dtype=np.int64)
+    local_tails, local_heads = local[tails], local[heads]
     order = np.argsort(local_tails, kind="stable")
     start = np.searchsorted(local_tails[order], np.arange(count + 1)).tolist()
     successors = local_heads[order].tolist()
@@ -172,19 +175,17 @@ def verdicts(graph: Graph, members: np.ndarray, component: np.ndarray, count: in
     home = np.full(len(graph), -1, dtype=np.int64)
     home[members] = component
     owed_at, owed_lengths = spans(graph.owed_start, members)
-    actions = np.unique(graph.owed[owed_at])  # dense ids: their places here
-    width = max(len(actions), 1)
-    owed_keys, owed_counts = np.unique(np.repeat(component, owed_lengths) * width + np.searchsorted(actions, graph.owed[owed_at]), return_counts=True)
+    width = max(len(graph.actions), 1)
+    owed_keys, owed_counts = np.unique(np.repeat(component, owed_lengths) * width + graph.owed[owed_at], return_counts=True)
     required = owed_keys[owed_counts == size[owed_keys // width]]
     edge_at, degrees = spans(graph.edge_start, members)
     tails, labels, heads = np.repeat(members, degrees), graph.edge_label[edge_at], graph.edge_to[edge_at]
-    place = np.minimum(np.searchsorted(actions, labels), width - 1)
-    fair = (labels >= 0) & (actions[place] == labels) if len(actions) else np.zeros(len(labels), dtype=bool)
+    fair = labels >= 0
     inside = fair & (heads >= 0)
     inside[inside] = home[heads[inside]] == home[tails[inside]]
-    taken = np.unique(home[tails[inside]] * width + place[inside])
+    taken = np.unique(home[tails[inside]] * width + labels[inside])
     missing = np.setdiff1d(required, taken, assume_unique=True)
-    explored = np.unique(tails[fair] * width + place[fair])  # (state, action) once each
+    explored = np.unique(tails[fair] * width + labels[fair])  # (state, action) once each
     explored_keys, explorers = np.unique(home[explored // width] * width + explored % width, return_counts=True)
     at = np.minimum(np.searchsorted(explored_keys, missing), max(len(explored_keys) - 1, 0))
     explored_by_all = (explored_keys[at] == missing) & (explorers[at] == size[missing // width]) if len(explored_keys) else np.zeros(len(missing), dtype=bool)

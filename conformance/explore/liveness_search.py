@@ -170,9 +170,14 @@ def recorded_graph(directory: Path) -> Graph:
     owed_start, owed_at = regrouped(owes, order)
     fps = fps[order]
     by_fp = np.argsort(fps)
+    ascending = fps[by_fp]
     targets = steps[edge_at]
-    place = np.minimum(np.searchsorted(fps, targets, sorter=by_fp), max(len(fps) - 1, 0))
-    found = fps[by_fp[place]] == targets if len(fps) else np.zeros(len(targets), dtype=bool)
+    place = np.minimum(np.searchsorted(ascending, targets), max(len(fps) - 1, 0))
+    found = ascending[place] == targets if len(fps) else np.zeros(len(targets), dtype=bool)
+    labels, owed = labels[edge_at], owed[owed_at]
+    actions = np.unique(np.concatenate((owed, labels[labels >= 0])))  # the fair actions, numbered by their place here
+    fair = labels >= 0
+    labels[fair] = np.searchsorted(actions, labels[fair])
     return Graph(
         fps=fps,
         depth=depth[order],
@@ -180,9 +185,10 @@ def recorded_graph(directory: Path) -> Graph:
         flags=states[order, 2],
         edge_start=edge_start,
         edge_to=np.where(found, by_fp[place], -1) if len(fps) else np.full(len(targets), -1, dtype=np.int64),
-        edge_label=labels[edge_at],
+        edge_label=labels,
         owed_start=owed_start,
-        owed=owed[owed_at],
+        owed=np.searchsorted(actions, owed),
+        actions=actions,
     )
 
 
@@ -202,7 +208,8 @@ def rebuilt(system: LivenessSystem, graph: Graph, walk: Walk) -> Lasso:
     first = int(graph.fps[walk.prefix[0][0]])
     state = next(s for s in system.initial_states() if system.fingerprint(s) == first)
     steps = [(None, state)]
-    for target, label in walk.prefix[1:] + walk.cycle:
+    for target, place in walk.prefix[1:] + walk.cycle:
+        label = int(graph.actions[place]) if place >= 0 else place
         fps, handles = system.expand(state)
         labels = system.labels(state, handles)[0]
         at = next(i for i, (fp, step_label) in enumerate(zip(fps, labels)) if fp == graph.fps[target] and step_label == label)
