@@ -51,7 +51,10 @@ class Toy:
 
     def labels(self, state: int, handles: list) -> tuple:
         labels = [FAULT if fault else (NO_FAIRNESS if fair is None else self.fair_id(fair)) for _action, _to, fair, fault in handles]
-        return labels, sorted(self.fair_id(a) for a in self.fair.get(state, ())), state in self.cuts, int(state in self.goal)
+        return labels, sorted(self.fair_id(a) for a in self.fair.get(state, ())), int(state in self.goal)
+
+    def leaves(self, state: int, handles: list) -> bool:
+        return state in self.cuts
 
     def goal_ids(self) -> tuple[str, ...]:
         return ("GOAL",)

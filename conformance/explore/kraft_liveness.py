@@ -7,7 +7,7 @@ even without a bound on messages in flight (a message left undelivered forever i
 run). What liveness adds is labels(): which fair action each step takes, which are owed, and the
 goals, read from caches per (node states, history) prefix and per message, since the search
 asks it of every state (the rules are model.liveness's; which step is a fault depends on the
-state: a timeout beating its traffic).
+state: a timeout beating its traffic); and leaves(), asked only of a lasso's states.
 """
 
 from collections.abc import Hashable
@@ -15,11 +15,11 @@ from collections.abc import Hashable
 from conformance.explore.configs import CheckConfig
 from conformance.explore.interned import stable_fingerprint
 from conformance.explore.kraft_system import PREFIXES_CACHED, KraftSystem
+from conformance.explore.lasso import FAULT, NO_FAIRNESS
 from model import liveness
 from model import network
 from model.cluster import ClusterState, CutLink, link_actions, links_cut, node_actions
 
-NO_FAIRNESS, FAULT = -1, -2  # a step's label when it takes no fair action, or is a fault; else its fair action's id (>= 0)
 FAIR_ID_MASK = (1 << 63) - 1
 
 
@@ -50,15 +50,42 @@ class KraftLiveness(KraftSystem):
     def goal_ids(self) -> tuple[str, ...]:
         return self.goal_rules
 
-    def labels(self, state: tuple[int, ...], handles: list) -> tuple[list[int], list[int], bool, int]:
+    def labels(self, state: tuple[int, ...], handles: list) -> tuple[list[int], list[int], int]:
         """For expand()'s handles of a state: each step's label (a fair action's id, NO_FAIRNESS or
         FAULT), the fair actions the state owes (enabled, within the bounds or not; a timer of
-        RESET_BY_TRAFFIC only once its node is quiet), whether a step it enables that is no fault
-        leaves the bounds, and the goals it meets (bit i: goal_ids()[i]). The fair actions owed are
-        distinct without sorting: one per distinct message in flight and per node action."""
+        RESET_BY_TRAFFIC only once its node is quiet), each once, and the goals it meets (bit i:
+        goal_ids()[i])."""
+        goals, fair_of, node_labels, owed, _heals = self._read(state)
+        labels = []
+        for _state, move, at in handles:
+            key = move[5]
+            if key is None or at <= -2:  # a loss, or a duplicate delivered
+                labels.append(FAULT)
+                continue
+            kind, what, picks = key
+            if picks and any(pick in liveness.LATE_PICKS for pick in picks):
+                labels.append(FAULT)
+            elif kind == "deliver":
+                labels.append(fair_of[what])
+            elif kind == "node":
+                labels.append(node_labels[what])
+            else:
+                labels.append(FAULT if type(what) is CutLink else NO_FAIRNESS)
+        return labels, owed, goals
+
+    def leaves(self, state: tuple[int, ...], handles: list) -> bool:
+        """Whether a step the state enables that is no fault is beyond the bounds (none of expand()'s handles takes it)."""
+        _goals, fair_of, node_labels, _owed, heals = self._read(state)
+        explored = {move[5][1] for _state, move, at in handles if move[5] is not None and at > -2}
+        return not explored.issuperset(fair_of) or not explored.issuperset(heals) or any(label != FAULT and action not in explored for action, label in node_labels.items())
+
+    def _read(self, state: tuple[int, ...]) -> tuple[int, dict, dict, list[int], list]:
+        """What labels() and leaves() read of a state: the goals it meets, the fair id of each
+        deliverable message's delivery, each node action's label, the fair actions owed (the fair
+        ones among the node actions that are no fault here, and each delivery), the heals enabled."""
         size = self.size
         goals, cut, node_labels, owed, busy, canvassers, heals, held, standing = self._prefix_of(state[: size + 1])
-        fair_of = {}  # deliverable message -> its delivery's fair id
+        fair_of = {}
         unquiet, canvassing = held, ()
         messages = self._message_labels
         for message_id in state[size + 1 :]:
@@ -83,29 +110,7 @@ class KraftLiveness(KraftSystem):
                     node_labels[action] = FAULT
         else:
             owed += [fair for _action, fair in busy if fair >= 0]
-        labels, explored = [], set()
-        for _state, move, at in handles:
-            key = move[5]
-            if key is None or at <= -2:  # a loss, or a duplicate delivered
-                labels.append(FAULT)
-                continue
-            kind, what, picks = key
-            explored.add(what)
-            if picks and any(pick in liveness.LATE_PICKS for pick in picks):
-                labels.append(FAULT)
-            elif kind == "deliver":
-                labels.append(fair_of[what])
-            elif kind == "node":
-                labels.append(node_labels[what])
-            else:
-                labels.append(FAULT if type(what) is CutLink else NO_FAIRNESS)
-        leaves = not explored.issuperset(fair_of) or not explored.issuperset(heals)
-        if not leaves:
-            for action, label in node_labels.items():
-                if label != FAULT and action not in explored:
-                    leaves = True
-                    break
-        return labels, owed, leaves, goals
+        return goals, fair_of, node_labels, owed, heals
 
     def _prefix_of(self, prefix: tuple[int, ...]) -> tuple:
         """What labels() reads of the node states and history, once per prefix: the goals met, the

@@ -17,8 +17,9 @@ weak fairness:
     unfair        such an action leads out of the component from every state: not a violation
 
 Most states lie on no cycle of a property's subgraph: they are peeled off first, in whole-array
-passes (a state no step enters or leaves inside the subgraph is a component of its own, and
-its verdict is in the flags the search recorded), and Tarjan's algorithm runs on what is left.
+passes (a state no step enters or leaves inside the subgraph is a component of its own), and
+Tarjan's algorithm runs on what is left; then every component is judged at once, in whole-array
+operations over the actions each state owes and each step takes.
 The lasso is the shortest: the prefix to the component's shallowest state, then a short closed
 walk inside it that takes every action fairness asks for and passes a state where each other
 action it meets is disabled.
@@ -31,8 +32,9 @@ from typing import NamedTuple
 import msgspec
 import numpy as np
 
+from adapters.process_lifetime import forked_map
+
 NO_FAIRNESS, FAULT = -1, -2  # a step's label when it takes no fair action, or is a fault; else its fair action's id (>= 0)
-LEAVES_BOUNDS = 1  # a state's flag: a step it enables that is no fault leaves the bounds
 FAIR, AT_BOUNDS, UNFAIR = 0, 1, 2  # a component's verdict
 
 
@@ -44,7 +46,6 @@ class Graph(msgspec.Struct):
     fps: np.ndarray
     depth: np.ndarray
     goals: np.ndarray  # bit i: the state meets goal i
-    flags: np.ndarray
     edge_start: np.ndarray
     edge_to: np.ndarray
     edge_label: np.ndarray
@@ -66,16 +67,22 @@ class Graph(msgspec.Struct):
 
 class Walk(NamedTuple):
     """A lasso as state indices: the path to the cycle's first state and the cycle back to it,
-    each step (state, label of the step into it; the first prefix step's label is NO_FAIRNESS)."""
+    each step (state, label of the step into it; the first prefix step's label is NO_FAIRNESS);
+    its component's states, and whether no fault-free step leads out of it (closed: then it is
+    wedged unless a step beyond the bounds leaves it, which only the system can tell)."""
 
     prefix: list[tuple[int, int]]
     cycle: list[tuple[int, int]]
-    wedged: bool
+    members: list[int]
+    closed: bool
 
 
 class Judged(NamedTuple):
+    """A property's components counted by verdict, and its shortest lassos (those as short as
+    the shortest, the shallowest entry first: the system prefers a wedged one)."""
+
     rule: str
-    walk: Walk | None
+    walks: list[Walk]
     components: int
     at_bounds: int
     unfair: int
@@ -267,12 +274,10 @@ class Component:
             walk += self.path(at, lambda s: s == entry)
         return walk
 
-    def wedged(self, graph: Graph) -> bool:
-        """No step but a fault leads out, and none leaves the bounds."""
+    def closed(self, graph: Graph) -> bool:
+        """No fault-free step leads out."""
         inside = set(self.members)
-        return not any(graph.flags[s] & LEAVES_BOUNDS for s in self.members) and all(
-            t in inside for s in self.members for t, label in graph.edges(s) if label != FAULT
-        )
+        return all(t in inside for s in self.members for t, label in graph.edges(s) if label != FAULT)
 
 
 def path_to(graph: Graph, state: int, source: np.ndarray) -> list[tuple[int, int]]:
@@ -300,7 +305,7 @@ def judge(graph: Graph, place: int, rule: str, source: np.ndarray) -> Judged:
     component = np.concatenate((np.arange(len(alone), dtype=np.int64), len(alone) + numbers))
     count = len(alone) + found
     verdict = verdicts(graph, members, component, count)
-    best = None
+    shortest: list[tuple[int, Component, list]] = []  # (lasso length, component, cycle), the shortest found
     fair = np.flatnonzero(verdict == FAIR)
     if len(fair):
         by_component = np.argsort(component, kind="stable")
@@ -308,19 +313,20 @@ def judge(graph: Graph, place: int, rule: str, source: np.ndarray) -> Judged:
         entries = np.array([members[by_component[starts[c] : starts[c + 1]]].min() for c in fair.tolist()], dtype=np.int64)
         for at in np.argsort(entries, kind="stable").tolist():  # shallowest first: a lasso is no shorter than its prefix
             entry, number = int(entries[at]), int(fair[at])
-            if best is not None and graph.depth[entry] + 1 > best[0][0]:
+            if shortest and graph.depth[entry] + 1 > shortest[0][0]:
                 break
             candidate = Component(graph, sorted(members[by_component[starts[number] : starts[number + 1]]].tolist()))
             cycle = candidate.fair_cycle(candidate.required())
-            wedged = candidate.wedged(graph)
-            key = (int(graph.depth[entry]) + 1 + len(cycle), not wedged, entry)
-            if best is None or key < best[0]:
-                best = (key, cycle, wedged)
-    walk = None if best is None else Walk(path_to(graph, best[0][2], source), best[1], best[2])
-    return Judged(rule, walk, count, int((verdict == AT_BOUNDS).sum()), int((verdict == UNFAIR).sum()))
+            length = int(graph.depth[entry]) + 1 + len(cycle)
+            if not shortest or length < shortest[0][0]:
+                shortest = []
+            if not shortest or length == shortest[0][0]:
+                shortest.append((length, candidate, cycle))
+    walks = [Walk(path_to(graph, found.members[0], source), cycle, found.members, found.closed(graph)) for _length, found, cycle in shortest]
+    return Judged(rule, walks, count, int((verdict == AT_BOUNDS).sum()), int((verdict == UNFAIR).sum()))
 
 
-def judge_all(graph: Graph, rules: tuple[str, ...]) -> list[Judged]:
-    """Every property judged: goal i of the graph is rules[i]."""
+def judge_all(graph: Graph, rules: tuple[str, ...], workers: int = 1) -> list[Judged]:
+    """Every property judged, on `workers` forked processes at once: goal i of the graph is rules[i]."""
     source = sources(graph)
-    return [judge(graph, place, rule, source) for place, rule in enumerate(rules)]
+    return list(forked_map(lambda place: judge(graph, place, rules[place], source), range(len(rules)), workers))

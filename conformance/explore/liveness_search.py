@@ -24,12 +24,12 @@ import msgspec
 import numpy as np
 
 from conformance.explore.engine import Progress, System, explore
-from conformance.explore.lasso import LEAVES_BOUNDS, Graph, Walk, judge_all
+from conformance.explore.lasso import FAULT, Graph, Walk, judge_all
 from conformance.explore.packed import Packed
 from conformance.explore.sharded import explore_sharded
 
 FLUSH_EDGES = 1 << 20  # a process writes its records out once it holds this many steps, and at each level's end
-STATE_COLUMNS = 5  # a state's record: fingerprint, goals met, flags, steps, actions owed
+STATE_COLUMNS = 4  # a state's record: fingerprint, goals met, steps, actions owed
 
 
 class LivenessSystem(System, Protocol):
@@ -39,10 +39,12 @@ class LivenessSystem(System, Protocol):
 
     def goal_ids(self) -> tuple[str, ...]: ...
 
-    def labels(self, state, handles: list) -> tuple[list[int], list[int], bool, int]:
+    def labels(self, state, handles: list) -> tuple[list[int], list[int], int]:
         """Each step's label (a fair action's id >= 0, NO_FAIRNESS or FAULT), the fair actions the
-        state owes (each once), whether a step it enables that is no fault leaves the bounds, and the goals it
-        meets as bits (bit i: goal_ids()[i])."""
+        state owes (each once), and the goals it meets as bits (bit i: goal_ids()[i])."""
+
+    def leaves(self, state, handles: list) -> bool:
+        """Whether a step the state enables that is no fault leaves the bounds (asked of a lasso's states only)."""
 
 
 class Lasso(NamedTuple):
@@ -91,8 +93,8 @@ class Recording:
     def expand(self, state) -> tuple[list[int], list]:
         system = self.system
         fps, handles = system.expand(state)
-        labels, owed, leaves, goals = system.labels(state, handles)
-        self.states.extend((system.fingerprint(state), goals, LEAVES_BOUNDS if leaves else 0, len(fps), len(owed)))
+        labels, owed, goals = system.labels(state, handles)
+        self.states.extend((system.fingerprint(state), goals, len(fps), len(owed)))
         self.steps.extend(fps)
         self.labels.extend(labels)
         self.owed.extend(owed)
@@ -164,7 +166,7 @@ def recorded_graph(directory: Path) -> Graph:
     steps = np.concatenate([read(p, "steps") for p in processes]) if processes else np.zeros(0, dtype=np.int64)
     labels = np.concatenate([read(p, "labels") for p in processes]) if processes else np.zeros(0, dtype=np.int64)
     owed = np.concatenate([read(p, "owed") for p in processes]) if processes else np.zeros(0, dtype=np.int64)
-    fps, degree, owes = states[:, 0], states[:, 3], states[:, 4]
+    fps, degree, owes = states[:, 0], states[:, 2], states[:, 3]
     order = np.lexsort((fps, depth))
     edge_start, edge_at = regrouped(degree, order)
     owed_start, owed_at = regrouped(owes, order)
@@ -182,7 +184,6 @@ def recorded_graph(directory: Path) -> Graph:
         fps=fps,
         depth=depth[order],
         goals=states[order, 1],
-        flags=states[order, 2],
         edge_start=edge_start,
         edge_to=np.where(found, by_fp[place], -1) if len(fps) else np.full(len(targets), -1, dtype=np.int64),
         edge_label=labels,
@@ -204,18 +205,44 @@ def regrouped(counts: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def rebuilt(system: LivenessSystem, graph: Graph, walk: Walk) -> Lasso:
     """A walk's states and action keys, found again by expanding each state and taking the step
-    to the next fingerprint with the same label."""
+    to the next fingerprint with the same label; wedged if its component is closed and no state
+    of it has a step beyond the bounds."""
     first = int(graph.fps[walk.prefix[0][0]])
     state = next(s for s in system.initial_states() if system.fingerprint(s) == first)
     steps = [(None, state)]
     for target, place in walk.prefix[1:] + walk.cycle:
-        label = int(graph.actions[place]) if place >= 0 else place
-        fps, handles = system.expand(state)
-        labels = system.labels(state, handles)[0]
-        at = next(i for i, (fp, step_label) in enumerate(zip(fps, labels)) if fp == graph.fps[target] and step_label == label)
-        state = system.reach(handles[at])
-        steps.append((system.key(handles[at]), state))
-    return Lasso(steps[: len(walk.prefix)], steps[len(walk.prefix) :], walk.wedged)
+        state, key = step_to(system, graph, state, target, place)
+        steps.append((key, state))
+    wedged = walk.closed and not any(system.leaves(s, system.expand(s)[1]) for s in component_states(system, graph, walk.members, steps[len(walk.prefix) - 1][1]))
+    return Lasso(steps[: len(walk.prefix)], steps[len(walk.prefix) :], wedged)
+
+
+def shortest_lasso(system: LivenessSystem, graph: Graph, walks: list[Walk]) -> Lasso | None:
+    """Of lassos equally short, the first wedged one, else the first."""
+    lassos = [rebuilt(system, graph, walk) for walk in walks]
+    return next((lasso for lasso in lassos if lasso.wedged), lassos[0] if lassos else None)
+
+
+def step_to(system: LivenessSystem, graph: Graph, state, target: int, place: int) -> tuple[object, object]:
+    """The state `target` of the graph as a step from `state` labelled `place` (a fair action's
+    number, or NO_FAIRNESS or FAULT) reaches it, and the step's action key."""
+    label = int(graph.actions[place]) if place >= 0 else place
+    fps, handles = system.expand(state)
+    labels = system.labels(state, handles)[0]
+    at = next(i for i, (fp, step_label) in enumerate(zip(fps, labels)) if fp == graph.fps[target] and step_label == label)
+    return system.reach(handles[at]), system.key(handles[at])
+
+
+def component_states(system: LivenessSystem, graph: Graph, members: list[int], entry) -> list:
+    """The states of a strongly connected component, from its first one along its fault-free steps."""
+    found = {members[0]: entry}
+    queue = [members[0]]
+    for member in queue:
+        for target, place in graph.edges(member):
+            if target in members and target not in found and place != FAULT:
+                found[target] = step_to(system, graph, found[member], target, place)[0]
+                queue.append(target)
+    return list(found.values())
 
 
 def check_liveness(
@@ -244,8 +271,8 @@ def check_liveness(
             result = explore_sharded(recording, workers, local=system, **options)
         searched = time.perf_counter() - start
         graph = recorded_graph(records)
-    judged = judge_all(graph, system.goal_ids())
-    verdicts = [Verdict(j.rule, None if j.walk is None else rebuilt(system, graph, j.walk), j.components, j.at_bounds, j.unfair) for j in judged]
+    judged = judge_all(graph, system.goal_ids(), workers)
+    verdicts = [Verdict(j.rule, shortest_lasso(system, graph, j.walks), j.components, j.at_bounds, j.unfair) for j in judged]
     transitions = int(graph.edge_start[-1]) if len(graph) else 0
     return LivenessResult(len(graph), transitions, time.perf_counter() - start, result.complete, result.stopped, verdicts, result.counterexamples, workers, searched)
 
