@@ -2,15 +2,19 @@
 records are the model's own (model.liveness), the judgement is the definition's on any graph,
 and the verdicts and lassos are the same for any number of workers, in memory or on disk."""
 
+from unittest import mock
+
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.explore.configs import resolve
 from conformance.explore.kraft_liveness import KraftLiveness, fair_id
+from conformance.explore import lasso
 from conformance.explore.lasso import FAULT, NO_FAIRNESS
 from conformance.explore.liveness_search import check_liveness
 from model import liveness
-from tests.test_liveness import Toy
+from test_liveness import Toy
 
 
 def reference_labels(live: KraftLiveness, state: tuple, handles: list) -> tuple:
@@ -145,3 +149,17 @@ def test_the_judgement_is_the_definitions_on_any_graph(toy):
         start = verdict.lasso.prefix[-1][1]
         assert not cycle or cycle[-1] == start  # the cycle closes where the prefix ends
         assert all(state not in toy.goal for state in [start, *cycle])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda size: st.tuples(st.just(size), st.lists(st.tuples(st.integers(0, size - 1), st.integers(0, size - 1)), max_size=120))))
+def test_colouring_splits_a_graph_into_the_components_tarjan_finds(graph):
+    """The colouring rounds, made to run on any graph however small, give Tarjan's partition."""
+    size, edges = graph
+    states = np.arange(size, dtype=np.int64)
+    tails = np.array([a for a, _b in edges], dtype=np.int64)
+    heads = np.array([b for _a, b in edges], dtype=np.int64)
+    expected, count = lasso.tarjan(states, tails, heads)
+    with mock.patch.object(lasso, "TARJAN_BELOW", 0):
+        found, also = lasso.strongly_connected(states, tails, heads)
+    assert also == count and len(np.unique(np.stack([expected, found]), axis=1).T) == count

@@ -113,8 +113,62 @@ def peeled(graph: Graph, inside: np.ndarray, source: np.ndarray) -> tuple[np.nda
 
 
 def strongly_connected(states: np.ndarray, tails: np.ndarray, heads: np.ndarray) -> tuple[np.ndarray, int]:
-    """The strongly connected components of the graph on `states` (sorted) with these edges
-    (Tarjan's algorithm, without recursion): each state's component number, and how many there are."""
+    """The strongly connected components of the graph on `states` (sorted) with these edges:
+    each state's component number, and how many there are. Rounds of colouring (whole-array
+    passes) take most of a large graph's components; Tarjan's algorithm, linear whatever the
+    graph, takes the rest once colouring slows down."""
+    count = len(states)
+    local = np.zeros(int(states[-1]) + 1 if count else 0, dtype=np.int64)
+    local[states] = np.arange(count, dtype=np.int64)
+    tails, heads = local[tails], local[heads]
+    component = np.full(count, -1, dtype=np.int64)
+    active = np.ones(count, dtype=bool)
+    found = 0
+    while (before := int(active.sum())) > TARJAN_BELOW:
+        found = coloured(tails, heads, active, component, found)
+        keep = active[tails] & active[heads]
+        tails, heads = tails[keep], heads[keep]
+        if before - int(active.sum()) <= before // 10:
+            break
+    rest = np.flatnonzero(active)
+    numbers, more = tarjan(rest, tails, heads)
+    component[rest] = found + numbers
+    return component, found + more
+
+
+TARJAN_BELOW = 20_000  # states: fewer are left to Tarjan's algorithm at once
+
+
+def coloured(tails: np.ndarray, heads: np.ndarray, active: np.ndarray, component: np.ndarray, found: int) -> int:
+    """One round of colouring: each active state takes the largest number of a state that
+    reaches it; a state whose own number that is is a root, and its component is the states of
+    its colour that reach it back. Those components are numbered from `found` and made inactive;
+    returns the next free number."""
+    own = np.arange(len(active), dtype=np.int64)
+    colour = own.copy()
+    while True:
+        raise_ = colour[tails] > colour[heads]
+        if not raise_.any():
+            break
+        np.maximum.at(colour, heads[raise_], colour[tails[raise_]])
+    taken = active & (colour == own)
+    roots = np.flatnonzero(taken)
+    while True:
+        back = taken[heads] & ~taken[tails]
+        back[back] = colour[tails[back]] == colour[heads[back]]
+        if not back.any():
+            break
+        taken[tails[back]] = True
+    number = np.zeros(len(active), dtype=np.int64)
+    number[roots] = found + np.arange(len(roots), dtype=np.int64)
+    component[taken] = number[colour[taken]]
+    active &= ~taken
+    return found + len(roots)
+
+
+def tarjan(states: np.ndarray, tails: np.ndarray, heads: np.ndarray) -> tuple[np.ndarray, int]:
+    """Tarjan's algorithm, without recursion, on `states` (sorted numbers) and the edges between
+    them: each state's component number, and how many there are."""
     count = len(states)
     local = np.zeros(int(states[-1]) + 1 if count else 0, dtype=np.int64)
     local[states] = np.arange(count, dtype=np.int64)
