@@ -235,11 +235,11 @@ def step_to(system: LivenessSystem, graph: Graph, state, target: int, place: int
 
 def component_states(system: LivenessSystem, graph: Graph, members: list[int], entry) -> list:
     """The states of a strongly connected component, from its first one along its fault-free steps."""
-    found = {members[0]: entry}
+    inside, found = set(members), {members[0]: entry}
     queue = [members[0]]
     for member in queue:
         for target, place in graph.edges(member):
-            if target in members and target not in found and place != FAULT:
+            if target in inside and target not in found and place != FAULT:
                 found[target] = step_to(system, graph, found[member], target, place)[0]
                 queue.append(target)
     return list(found.values())
