@@ -11,15 +11,15 @@ weak fairness:
     fair          every action owed throughout the component is taken inside it: a violation
                   (wedged when no step but a fault leaves the component: once the network is
                   fair and timely, the cluster never gets out)
-    at bounds     some action owed throughout is taken nowhere inside, and from some state of
-                  the component every such action leaves the exploration's bounds (a larger
-                  epoch): the bounded graph cannot tell; counted, never called a violation or a proof
+    at bounds     some action owed throughout is taken nowhere inside, and each such action
+                  leaves the exploration's bounds (a larger epoch) from some state of the
+                  component: the bounded graph cannot tell; counted, never called a violation or a proof
     unfair        such an action leads out of the component from every state: not a violation
 
 Most states lie on no cycle of a property's subgraph: they are peeled off first, in whole-array
-passes (a state no step enters or leaves inside the subgraph is a component of its own), and
-Tarjan's algorithm runs on what is left; then every component is judged at once, in whole-array
-operations over the actions each state owes and each step takes.
+passes (a state no step enters or leaves inside the subgraph is a component of its own);
+rounds of colouring, then Tarjan's algorithm, split what is left; then every component is
+judged at once, in whole-array operations over the actions each state owes and each step takes.
 The lasso is the shortest: the prefix to the component's shallowest state, then a short closed
 walk inside it that takes every action fairness asks for and passes a state where each other
 action it meets is disabled.
