@@ -89,7 +89,8 @@ def report(validation: Validation) -> str:
         f"# Validation of {len(validation.nodes)} node logs under {validation.profile}", "",
         tabulate(rows, headers=("node", "log", "observations", "explained", "unlogged steps", "outside the model", "most states", "unexplained"), tablefmt="github"), "",
         f"{validation.observations:,} observations in {validation.seconds:.2f} s ({rate:,.0f} a second on one core); "
-        f"{validation.linked:,} messages received matched to their sender's line; "
+        f"{validation.linked:,} messages received matched to their sender's line"
+        f"{f' ({len(validation.sent_at_kill)} more sent as their sender was killed, before it could log them)' if validation.sent_at_kill else ''}; "
         f"check-quorum timeout {'not applied: the profile has none' if validation.check_quorum_ms is None else f'{validation.check_quorum_ms:,} ms'}.", "",
     ]  # fmt: skip
     crowded = [r.node for r in validation.nodes if r.most_states > MAX_STATES]

@@ -34,6 +34,7 @@ class Validation(msgspec.Struct, frozen=True, kw_only=True):
     unreadable: tuple[observations.Unreadable, ...]
     linked: int
     unlinked: tuple[links.Unlinked, ...]
+    sent_at_kill: tuple[links.Unlinked, ...]  # received, sent by a run of its sender killed before it logged sending (links.py)
     check_quorum_ms: int | None
     seconds: float
     nodes: tuple[search.NodeResult, ...]
@@ -136,11 +137,11 @@ def validate_logs(
     cluster = ClusterConfig(voters=voters, cluster_id=cluster_id, profile=chosen)
     results = search.validate(cluster, read, fill=fill, check_quorum_ms=check_quorum, slack_ms=slack_ms,
                               progress=(lambda n: progress(f"{n:,} observations searched")) if progress else None)  # fmt: skip
-    linked, unlinked = links.unlinked(read)
+    matched = links.links(read)
     return Validation(
         profile=chosen, voters=voters, logs={node: str(path) for node, path in sorted(files.items())},
         observations=sum(r.observations for r in results), explained=sum(r.explained for r in results), filled=sum(r.filled for r in results),
-        outside=sum(r.outside for r in results), unreadable=tuple(u for log in read.values() for u in log.unreadable), linked=linked, unlinked=unlinked,
+        outside=sum(r.outside for r in results), unreadable=tuple(u for log in read.values() for u in log.unreadable), linked=matched.linked, unlinked=matched.unlinked, sent_at_kill=matched.sent_at_kill,
         check_quorum_ms=check_quorum, seconds=time.perf_counter() - started, nodes=results,
     )  # fmt: skip
 
