@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from conformance.explore.configs import resolve
 from conformance.explore.kraft_liveness import KraftLiveness, fair_id
-from conformance.explore import lasso
+from conformance.explore import lasso, sorted_keys
 from conformance.explore.lasso import FAULT, NO_FAIRNESS
 from conformance.explore.liveness_search import check_liveness
 from model import liveness
@@ -72,12 +72,14 @@ def outcome(live: KraftLiveness, result) -> list:
 
 
 def test_the_verdicts_and_lassos_are_the_same_on_any_number_of_workers_in_memory_or_on_disk(tmp_path):
-    """More workers than this machine's cores, and the table and levels on disk: the same graph,
-    so the same counts, the same lassos, the same safety verdicts."""
+    """More workers than this machine's cores (and as many threads reading the records back), and
+    the table and levels on disk: the same graph, so the same counts, the same lassos, the same
+    safety verdicts."""
     config = resolve("smoke", {"profile": "faulty-prospective-never-gives-up"})
     systems = [KraftLiveness(config) for _ in range(3)]
     one = check_liveness(systems[0])
-    three = check_liveness(systems[1], workers=3)
+    with mock.patch("conformance.explore.sorted_keys.THREADED_ABOVE", 0):  # the graph read back on 3 threads however small
+        three = check_liveness(systems[1], workers=3)
     on_disk = check_liveness(systems[2], workers=2, state_dir=tmp_path / "kept")
     assert one.complete and three.complete and on_disk.complete
     assert (one.distinct, one.transitions) == (three.distinct, three.transitions) == (on_disk.distinct, on_disk.transitions) == (64_759, 191_174)
@@ -149,6 +151,24 @@ def test_the_judgement_is_the_definitions_on_any_graph(toy):
         start = verdict.lasso.prefix[-1][1]
         assert not cycle or cycle[-1] == start  # the cycle closes where the prefix ends
         assert all(state not in toy.goal for state in [start, *cycle])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 20), max_size=60), min_size=1, max_size=4), st.integers(1, 4))
+def test_the_sorted_key_operations_are_numpys_on_any_number_of_threads(parts, threads):
+    arrays = [np.array(part, dtype=np.int64) for part in parts]
+    everything = np.concatenate(arrays)
+    with mock.patch("conformance.explore.sorted_keys.THREADED_ABOVE", 0):
+        keys, counts = sorted_keys.distinct(everything)
+        expected_keys, expected_counts = np.unique(everything, return_counts=True)
+        assert keys.tolist() == expected_keys.tolist() and counts.tolist() == expected_counts.tolist()
+        ascending = np.unique(arrays[0])
+        place, there = sorted_keys.located(ascending, everything, threads)
+        assert there.tolist() == [value in set(arrays[0].tolist()) for value in everything.tolist()]
+        assert (ascending[place[there]] == everything[there]).all()
+        ranked_keys, ranks = sorted_keys.ranked(arrays, threads)
+        assert ranked_keys.tolist() == expected_keys.tolist()
+        assert [r.tolist() for r in ranks] == [[expected_keys.tolist().index(v) for v in a.tolist()] for a in arrays]
 
 
 @settings(max_examples=300, deadline=None)

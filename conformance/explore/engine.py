@@ -202,7 +202,7 @@ def explore(
         visited = space.visited
         next_report = time.perf_counter() + progress_every
         stopped = None
-        expand = system.expand
+        expand = expander(system)
         while len(frontier) and not (findings and not keep_going):
             stopped = limit_reached(len(visited), max_states, start, max_seconds)
             if stopped:
@@ -211,7 +211,7 @@ def explore(
             builder.thaw = system.reach
             add = builder.add
             for parent_fp, state in frontier:
-                found_fps, found = expand(state)
+                found_fps, found = expand(parent_fp, state)
                 add(parent_fp, found_fps, found)
                 if progress and time.perf_counter() >= next_report:
                     progress(Progress(len(visited), generated + builder.generated + len(builder.states), depth + 1, len(builder.level), time.perf_counter() - start))
@@ -236,6 +236,17 @@ def explore(
         raise SearchInterrupted(len(space.visited or ()), generated, depth, time.perf_counter() - start) from None
     finally:
         space.close()
+
+
+def expander(system: System) -> Callable[[int, object], tuple[list[int], list]]:
+    """system.expand as the engines call it, with the state's fingerprint, which they hold: a
+    system that records what it expands (conformance.explore.liveness_search.Recording) takes it
+    as `expand_known(fp, state)` rather than computing it again."""
+    known = getattr(system, "expand_known", None)
+    if known is not None:
+        return known
+    expand = system.expand
+    return lambda _fp, state: expand(state)
 
 
 def level_expanded(system: System, depth: int) -> None:

@@ -20,6 +20,8 @@ Most states lie on no cycle of a property's subgraph: they are peeled off first,
 passes (a state no step enters or leaves inside the subgraph is a component of its own);
 rounds of colouring, then Tarjan's algorithm, split what is left; then every component is
 judged at once, in whole-array operations over the actions each state owes and each step takes.
+A component of one state is judged the same whatever the property, so those are judged once for
+all properties (alone_verdicts); each property then judges only its larger components.
 The lasso is the shortest: the prefix to the component's shallowest state, then a short closed
 walk inside it that takes every action fairness asks for and passes a state where each other
 action it meets is disabled.
@@ -33,6 +35,7 @@ import msgspec
 import numpy as np
 
 from adapters.process_lifetime import forked_map
+from conformance.explore.sorted_keys import distinct, located
 
 NO_FAIRNESS, FAULT = -1, -2  # a step's label when it takes no fair action, or is a fault; else its fair action's id (>= 0)
 FAIR, AT_BOUNDS, UNFAIR = 0, 1, 2  # a component's verdict
@@ -227,6 +230,23 @@ def spans(start: np.ndarray, states: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return firsts + np.arange(int(lengths.sum()), dtype=np.int64), lengths
 
 
+def alone_verdicts(graph: Graph, source: np.ndarray, threads: int = 1) -> np.ndarray:
+    """Every state's verdict as a component of its own, as verdicts() gives it, for all states at
+    once, whatever the property (most of a property's components have one state): the actions it
+    owes that no fair step of its back to itself takes are missing; unfair if it explores one."""
+    width = max(len(graph.actions), 1)
+    fair = graph.edge_label >= 0
+    loop = fair & (graph.edge_to == source)
+    explored = np.sort(source[fair] * width + graph.edge_label[fair], kind="stable")  # by state already: nearly sorted
+    taken = np.sort(source[loop] * width + graph.edge_label[loop])
+    owed = np.repeat(np.arange(len(graph), dtype=np.int64), np.diff(graph.owed_start)) * width + graph.owed
+    missing = owed[~located(taken, owed, threads)[1]]
+    verdict = np.full(len(graph), FAIR, dtype=np.int8)
+    verdict[missing // width] = AT_BOUNDS
+    verdict[missing[located(explored, missing, threads)[1]] // width] = UNFAIR
+    return verdict
+
+
 def verdicts(graph: Graph, members: np.ndarray, component: np.ndarray, count: int) -> np.ndarray:
     """Every component judged at once (FAIR, AT_BOUNDS or UNFAIR, by component number), from
     the states `members` and their component numbers: the actions owed throughout a component
@@ -237,19 +257,19 @@ def verdicts(graph: Graph, members: np.ndarray, component: np.ndarray, count: in
     home[members] = component
     owed_at, owed_lengths = spans(graph.owed_start, members)
     width = max(len(graph.actions), 1)
-    owed_keys, owed_counts = np.unique(np.repeat(component, owed_lengths) * width + graph.owed[owed_at], return_counts=True)
+    owed_keys, owed_counts = distinct(np.repeat(component, owed_lengths) * width + graph.owed[owed_at])
     required = owed_keys[owed_counts == size[owed_keys // width]]
     edge_at, degrees = spans(graph.edge_start, members)
     tails, labels, heads = np.repeat(members, degrees), graph.edge_label[edge_at], graph.edge_to[edge_at]
     fair = labels >= 0
     inside = fair & (heads >= 0)
     inside[inside] = home[heads[inside]] == home[tails[inside]]
-    taken = np.unique(home[tails[inside]] * width + labels[inside])
-    missing = np.setdiff1d(required, taken, assume_unique=True)
-    explored = np.unique(tails[fair] * width + labels[fair])  # (state, action) once each
-    explored_keys, explorers = np.unique(home[explored // width] * width + explored % width, return_counts=True)
-    at = np.minimum(np.searchsorted(explored_keys, missing), max(len(explored_keys) - 1, 0))
-    explored_by_all = (explored_keys[at] == missing) & (explorers[at] == size[missing // width]) if len(explored_keys) else np.zeros(len(missing), dtype=bool)
+    taken = distinct(home[tails[inside]] * width + labels[inside])[0]
+    missing = required[~located(taken, required)[1]]
+    explored = distinct(tails[fair] * width + labels[fair])[0]  # (state, action) once each
+    explored_keys, explorers = distinct(home[explored // width] * width + explored % width)
+    at, there = located(explored_keys, missing)
+    explored_by_all = there & (explorers[at] == size[missing // width]) if len(explored_keys) else there
     verdict = np.full(count, FAIR, dtype=np.int8)
     verdict[missing // width] = AT_BOUNDS
     verdict[missing[explored_by_all] // width] = UNFAIR
@@ -348,8 +368,9 @@ def path_to(graph: Graph, state: int, source: np.ndarray) -> list[tuple[int, int
     return path[::-1]
 
 
-def judge(graph: Graph, place: int, rule: str, source: np.ndarray) -> Judged:
-    """One property's components counted by verdict, and its shortest lasso if one is fair."""
+def judge(graph: Graph, place: int, rule: str, source: np.ndarray, alone_verdict: np.ndarray) -> Judged:
+    """One property's components counted by verdict, and its shortest lasso if one is fair
+    (`source`: sources(graph); `alone_verdict`: alone_verdicts(graph, source))."""
     inside = (graph.goals >> place) & 1 == 0
     alive, tails, heads = peeled(graph, inside, source)
     alone = np.flatnonzero(inside & ~alive)  # each a component of its own, on no cycle
@@ -358,7 +379,9 @@ def judge(graph: Graph, place: int, rule: str, source: np.ndarray) -> Judged:
     members = np.concatenate((alone, cycling))
     component = np.concatenate((np.arange(len(alone), dtype=np.int64), len(alone) + numbers))
     count = len(alone) + found
-    verdict = verdicts(graph, members, component, count)
+    single = np.bincount(component, minlength=count)[component] == 1
+    verdict = verdicts(graph, members[~single], component[~single], count)
+    verdict[component[single]] = alone_verdict[members[single]]
     shortest: list[tuple[int, Component, list]] = []  # (lasso length, component, cycle), the shortest found
     fair = np.flatnonzero(verdict == FAIR)
     if len(fair):
@@ -381,6 +404,10 @@ def judge(graph: Graph, place: int, rule: str, source: np.ndarray) -> Judged:
 
 
 def judge_all(graph: Graph, rules: tuple[str, ...], workers: int = 1) -> list[Judged]:
-    """Every property judged, on `workers` forked processes at once: goal i of the graph is rules[i]."""
+    """Every property judged, on `workers` forked processes at once, the one with the most states
+    first (the one-state components first, for all, on as many threads): goal i of the graph is rules[i]."""
     source = sources(graph)
-    return list(forked_map(lambda place: judge(graph, place, rules[place], source), range(len(rules)), workers))
+    alone_verdict = alone_verdicts(graph, source, workers)
+    largest_first = sorted(range(len(rules)), key=lambda place: -int(((graph.goals >> place) & 1 == 0).sum()))
+    judged = dict(zip(largest_first, forked_map(lambda place: judge(graph, place, rules[place], source, alone_verdict), largest_first, workers)))
+    return [judged[place] for place in range(len(rules))]

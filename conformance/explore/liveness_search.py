@@ -27,6 +27,7 @@ from conformance.explore.engine import Progress, System, explore
 from conformance.explore.lasso import FAULT, Graph, Walk, judge_all
 from conformance.explore.packed import Packed
 from conformance.explore.sharded import explore_sharded
+from conformance.explore.sorted_keys import located, on_threads, ranked
 
 FLUSH_EDGES = 1 << 20  # a process writes its records out once it holds this many steps, and at each level's end
 STATE_COLUMNS = 4  # a state's record: fingerprint, goals met, steps, actions owed
@@ -91,10 +92,14 @@ class Recording:
         self.in_level = 0
 
     def expand(self, state) -> tuple[list[int], list]:
+        return self.expand_known(self.system.fingerprint(state), state)
+
+    def expand_known(self, fp: int, state) -> tuple[list[int], list]:
+        """expand(), given the state's fingerprint (the engines hold it: engine.expander)."""
         system = self.system
         fps, handles = system.expand(state)
         labels, owed, goals = system.labels(state, handles)
-        self.states.extend((system.fingerprint(state), goals, len(fps), len(owed)))
+        self.states.extend((fp, goals, len(fps), len(owed)))
         self.steps.extend(fps)
         self.labels.extend(labels)
         self.owed.extend(owed)
@@ -151,7 +156,7 @@ class Recording:
         return self.system.property_ids()
 
 
-def recorded_graph(directory: Path) -> Graph:
+def recorded_graph(directory: Path, threads: int = 1) -> Graph:
     """The records of every process that searched, as one graph in (depth, fingerprint) order."""
     processes = sorted({path.stem for path in directory.glob("*.states")})
 
@@ -168,27 +173,22 @@ def recorded_graph(directory: Path) -> Graph:
     owed = np.concatenate([read(p, "owed") for p in processes]) if processes else np.zeros(0, dtype=np.int64)
     fps, degree, owes = states[:, 0], states[:, 2], states[:, 3]
     order = np.lexsort((fps, depth))
-    edge_start, edge_at = regrouped(degree, order)
-    owed_start, owed_at = regrouped(owes, order)
+    (edge_start, edge_at), (owed_start, owed_at) = on_threads(lambda counts: regrouped(counts, order), [degree, owes], threads)
     fps = fps[order]
     by_fp = np.argsort(fps)
-    ascending = fps[by_fp]
-    targets = steps[edge_at]
-    place = np.minimum(np.searchsorted(ascending, targets), max(len(fps) - 1, 0))
-    found = ascending[place] == targets if len(fps) else np.zeros(len(targets), dtype=bool)
-    labels, owed = labels[edge_at], owed[owed_at]
-    actions = np.unique(np.concatenate((owed, labels[labels >= 0])))  # the fair actions, numbered by their place here
+    place, found = located(fps[by_fp], steps[edge_at], threads)
+    labels = labels[edge_at]
     fair = labels >= 0
-    labels[fair] = np.searchsorted(actions, labels[fair])
+    actions, (owed, labels[fair]) = ranked([owed[owed_at], labels[fair]], threads)  # the fair actions, each numbered by its place in `actions`
     return Graph(
         fps=fps,
         depth=depth[order],
         goals=states[order, 1],
         edge_start=edge_start,
-        edge_to=np.where(found, by_fp[place], -1) if len(fps) else np.full(len(targets), -1, dtype=np.int64),
+        edge_to=np.where(found, by_fp[place], -1),
         edge_label=labels,
         owed_start=owed_start,
-        owed=np.searchsorted(actions, owed),
+        owed=owed,
         actions=actions,
     )
 
@@ -270,7 +270,7 @@ def check_liveness(
         else:
             result = explore_sharded(recording, workers, local=system, **options)
         searched = time.perf_counter() - start
-        graph = recorded_graph(records)
+        graph = recorded_graph(records, workers)
     judged = judge_all(graph, system.goal_ids(), workers)
     verdicts = [Verdict(j.rule, shortest_lasso(system, graph, j.walks), j.components, j.at_bounds, j.unfair) for j in judged]
     transitions = int(graph.edge_start[-1]) if len(graph) else 0

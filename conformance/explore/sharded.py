@@ -42,6 +42,7 @@ from conformance.explore.engine import (
     System,
     Violation,
     checkpoint,
+    expander,
     level_expanded,
     limit_reached,
     shortest_path,
@@ -143,16 +144,16 @@ class Worker:
         system = self.system
         builder = self.space.builder(depth, BATCH // self.count)
         builder.thaw = system.reach
-        add, expand = builder.add, system.expand
+        add, expand = builder.add, expander(system)
         for raw in received:
             handover = msgspec.msgpack.decode(raw, type=Handover)
             for fp, kind, encoded in handover.parts:
                 system.learn(fp, kind, encoded)
             for parent_fp, state in zip(np.frombuffer(handover.fps, dtype=np.int64).tolist(), system.unpack(handover.states)):
-                found_fps, found = expand(state)
+                found_fps, found = expand(parent_fp, state)
                 add(parent_fp, found_fps, found)
         for parent_fp, state in self.remaining if self.remaining is not None else self.frontier:
-            found_fps, found = expand(state)
+            found_fps, found = expand(parent_fp, state)
             add(parent_fp, found_fps, found)
         level_expanded(system, depth - 1)
         self.previous, self.frontier, self.remaining = self.frontier, builder.finish(), None
