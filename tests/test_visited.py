@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from conformance.explore.visited import SEGMENTS, Board, Table, Visited
+from conformance.explore.visited import BOARD, SEGMENTS, Board, Table, Visited
 
 HANG_SECONDS = 600  # a hang guard only: under a loaded machine (the suite runs a test file per core) a worker takes minutes
 
@@ -133,25 +133,30 @@ def test_processes_sharing_a_table_find_each_state_new_once_and_its_smallest_par
     assert len(table) == len(set(fp for candidates in levels for fp, _ in candidates))
 
 
-def test_a_table_reopened_from_disk_tells_each_fingerprint_its_first_level_and_goes_on_filling(tmp_path):
-    """What the Spark engine's tasks do with a partition's table: read it (levels_of: the level a
-    fingerprint was first seen at, -1 if never), and reopen it to offer the next level, growth included."""
+def test_a_table_joined_by_processes_in_turn_tells_each_fingerprint_its_first_level(tmp_path):
+    """What the Spark engine's tasks do with a partition's table: each worker joins it (a board in
+    a file says where each segment's table is and how full) and offers to it in turn, one of them
+    growing it and the others following. A fingerprint another worker claimed for the next level
+    before it was offered for this one is of this one: an owner may select its level after a
+    task claimed some of its states for the next."""
     levels = levels_of_candidates(seed=7, levels=4, per_level=3_000, universe=5_000)
+    Table(tmp_path, on_disk=True, capacity=16, board=Board.in_file(tmp_path / BOARD))
+    workers = [Table.joined(tmp_path) for _ in range(3)]
     first_level: dict[int, int] = {}
     for depth, candidates in enumerate(levels):
-        for fp, _parent in candidates:
-            first_level.setdefault(fp, depth)
-    table = Table(tmp_path, on_disk=True, capacity=16)
-    fps = np.array([fp for fp, _ in levels[0]], dtype=np.int64)
-    table.offer(fps, 0)
-    table.checkpoint()
-    for depth, candidates in enumerate(levels[1:], start=1):
-        reopened = Table.reopen(tmp_path, "r+")
         fps = np.array([fp for fp, _ in candidates], dtype=np.int64)
-        new, ours = reopened.offer(fps, depth)
-        assert ours.tolist() == [first_level[fp] == depth for fp, _ in candidates]
-        reopened.checkpoint()
+        claims = fps[::7]
+        workers[(depth + 1) % 3].offer(claims, depth + 1)
+        claimed = {fp for fp in claims.tolist() if fp not in first_level}
+        new, ours = workers[depth % 3].offer(fps, depth)
+        met: set[int] = set()
+        expected_new = []
+        for fp in fps.tolist():
+            expected_new.append(fp not in first_level and fp not in claimed and fp not in met)
+            met.add(fp)
+        assert new.tolist() == expected_new
+        assert ours.tolist() == [first_level.setdefault(fp, depth) == depth for fp in fps.tolist()]
     queried = list(first_level) + [12345678901, -98765]
-    expected = [first_level.get(fp, -1) for fp in queried]
-    assert Table.reopen(tmp_path).levels_of(np.array(queried, dtype=np.int64)).tolist() == expected
-    assert len(Table.reopen(tmp_path, "r+")) == len(first_level)
+    new, ours = Table.joined(tmp_path).offer(np.array(queried, dtype=np.int64), len(levels))
+    assert ours.tolist() == new.tolist() == [fp not in first_level for fp in queried]
+    assert len(Table.joined(tmp_path)) == len(first_level) + 2

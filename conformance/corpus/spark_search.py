@@ -28,8 +28,7 @@ import numpy as np
 from conformance.corpus.cells import CANDIDATES, note_cells
 from conformance.corpus.search import Coverage, Searched, extend
 from conformance.explore.engine import Progress, System
-from conformance.explore.spark_engine import Files, Watching, built, explore_spark, recipe
-from conformance.explore.visited import Table
+from conformance.explore.spark_engine import Files, Watching, built, by_owner, explore_spark, recipe
 from conformance.spark.session import SparkRun
 
 KEYS = "probed"  # the per-partition table of probe keys met, by level
@@ -146,10 +145,8 @@ class CorpusTask:
         keys = np.fromiter(claims, dtype=np.int64, count=len(claims))
         fps = np.fromiter((fp for _path, fp in claims.values()), dtype=np.int64, count=len(claims))
         paths = [path for path, _fp in claims.values()]
-        owners = (keys if kind == BIDS else fps) % self.files.partitions
-        with self.files.sending(depth, self.partition, kind) as send:
-            for owner in np.unique(owners).tolist():
-                mine = np.flatnonzero(owners == owner)
+        with self.files.sending(depth, str(self.partition), kind) as send:
+            for owner, mine in by_owner(keys if kind == BIDS else fps, self.files.partitions):
                 send(owner, _encode(Claims(keys[mine].tobytes(), [paths[at] for at in mine.tolist()], fps[mine].tobytes())))
 
     def _won(self, depth: int) -> dict[int, tuple[bytes, int]]:
@@ -160,8 +157,8 @@ class CorpusTask:
         keys = np.concatenate([np.frombuffer(b.keys, dtype=np.int64) for b in bids])
         fps = np.concatenate([np.frombuffer(b.fps, dtype=np.int64) for b in bids]).tolist()
         paths = [path for b in bids for path in b.paths]
-        with self.files.locked([self.partition], exclusive=True, name=KEYS):
-            _first, ours = Table.reopen(self.files.table(self.partition, KEYS), "r+").offer(keys, depth)
+        with self.files.locked(self.partition, KEYS) as table:
+            _first, ours = table.offer(keys, depth)
         won: dict[int, tuple[bytes, int]] = {}
         for at in np.flatnonzero(ours).tolist():
             key, mine = int(keys[at]), (paths[at], fps[at])

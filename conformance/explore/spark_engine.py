@@ -10,11 +10,13 @@ so nothing is shuffled or checkpointed. Task p of level d:
     select   the candidates sent to p for level d put in p's table; the new states, of those
              found several times the one of smallest order, are p's level d
     expand   that level expanded as the in-process engine does (fingerprints first), a chunk
-             at a time in the order's sequence; the successors the tables hold up to level d
-             (another task may be selecting its level d meanwhile: what it has put in by then
-             is of that level, what not yet its owner drops) and those p sent from an earlier
-             chunk (at a smaller order) are dropped, the others are built, packed and sent to their owners for
-             level d + 1: one file per owner, a Batch per chunk of states
+             at a time in the order's sequence; the successors met in an earlier chunk (at a
+             smaller order) are dropped, and the others claimed in their owners' tables for
+             level d + 1: those a table holds up to level d are dropped (another task may be
+             selecting its level d meanwhile: what it has put in by then is of that level, what
+             not yet its owner drops); those no task claimed before are built, packed and sent to
+             their owners; of those another task claimed first (and sends), only the orders are
+             sent, for the owner to keep the smallest: one file per owner, a Batch per chunk
 
 A state crosses processes self-contained (System.pack: its parts' stable fingerprints, the
 parts beside them once per Batch). The driver learns each level's counts and findings from its
@@ -22,8 +24,9 @@ job; a level after which the search stops (a limit, a violation) has its expansi
 counts, depth, verdicts and counterexamples equal conformance.explore.engine's, for any number of
 partitions and executors. A task that runs again, after an executor is lost, changes no result:
 a table labels each state with the level it was first seen at, so a select that runs again finds
-its own states as new as the first time; a table is written by one task at a time and read
-under a lock.
+its own states as new as the first time, and an expansion that runs again sends every state of
+the next level it meets in full (its claims may be the lost attempt's); a table is used by one
+task at a time, under a lock, mapped once per worker (Table.joined).
 """
 
 import contextlib
@@ -47,14 +50,16 @@ import numpy as np
 
 from conformance.explore.frontier import FRAME_LENGTH, read_frames
 from conformance.explore.packed import Packed, joined
+from conformance.explore.sorted_keys import distinct, located
 from conformance.explore.engine import Counterexample, Findings, Progress, Result, SearchInterrupted, System, Violation, limit_reached, shortest_path, without_cycle_collection
-from conformance.explore.visited import Table, smallest_parents
+from conformance.explore.visited import BOARD, Board, Table, smallest_parents
 from conformance.spark.session import raised_while_interrupted
 from model.config import ConfigError
 
 CHUNK = 1 << 18  # a level's states an expand task takes at a time: its memory is that many states' successors
 
 _BUILT: dict[str, object] = {}  # per Python worker: the systems (and the like) it has built, by recipe
+_JOINED: dict[Path, Table] = {}  # per Python worker: the tables of the search it works on, as it maps them
 
 
 class Batch(msgspec.Struct, array_like=True):
@@ -62,7 +67,8 @@ class Batch(msgspec.Struct, array_like=True):
     file. Fingerprints (int64 bytes), each state's order (see ByParent; int64 orders as their
     bytes, see orders_of), the parts they are made of (System.parts), the states packed
     (System.pack), and the properties each violates (its place, rule, detail: found where the
-    state was built)."""
+    state was built). An offer has fingerprints and orders only: states another task claimed
+    first and sends whole (see offered)."""
 
     fps: bytes
     orders: bytes | list
@@ -80,6 +86,11 @@ class Fingerprints(msgspec.Struct, array_like=True):
 _decode_batch = msgspec.msgpack.Decoder(Batch).decode
 _decode_fps = msgspec.msgpack.Decoder(Fingerprints).decode
 _encode = msgspec.msgpack.Encoder().encode
+
+
+def offered(batch: Batch) -> bool:
+    """Whether a Batch offers orders only (its states are another task's to send)."""
+    return len(batch.states) == 0 and len(batch.fps) > 0
 
 
 def orders_of(column: bytes | list) -> np.ndarray | list:
@@ -168,31 +179,37 @@ class Files:
         """Every partition's tables, empty: its fingerprints ("seen"), and any a watch keeps."""
         for name in tables:
             for partition in range(self.partitions):
-                self.table(partition, name).mkdir(parents=True)
-                Table(self.table(partition, name), on_disk=True).checkpoint()
+                path = self.table(partition, name)
+                path.mkdir(parents=True)
+                Table(path, on_disk=True, board=Board.in_file(path / BOARD)).checkpoint()
+
+    def joined(self, partition: int, name: str = "seen") -> Table:
+        """A partition's table as this worker maps it, to use under its lock (see locked): mapped
+        once per search, following the growth of its segments through its board."""
+        path = self.table(partition, name)
+        if path not in _JOINED:
+            for other in [held for held in _JOINED if held.parent != self.directory]:
+                del _JOINED[other]  # an earlier search's: its files are gone
+            _JOINED[path] = Table.joined(path)
+        return _JOINED[path]
 
     @contextlib.contextmanager
-    def locked(self, partitions: Iterable[int], exclusive: bool, name: str = "seen") -> Iterator[None]:
-        """Partitions' tables held: shared by readers, exclusively by their one writer (a select
-        that runs again while an earlier attempt still writes waits for it)."""
-        with contextlib.ExitStack() as stack:
-            for partition in sorted(partitions):
-                lock = stack.enter_context(open(self.directory / f"{name}-{partition}.lock", "a"))
-                fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            yield
+    def locked(self, partition: int, name: str = "seen") -> Iterator[Table]:
+        """A partition's table, held by this task alone meanwhile (a select that runs again while
+        an earlier attempt still writes waits for it)."""
+        with open(self.directory / f"{name}-{partition}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield self.joined(partition, name)
 
-    def seen_by(self, fps: np.ndarray, depth: int) -> np.ndarray:
-        """Which fingerprints the tables hold up to level `depth`. A table whose task is selecting
-        that level meanwhile holds some of its states: a fingerprint labelled `depth` is one of
-        them all the same, and those it misses the owner drops."""
-        seen = np.zeros(len(fps), dtype=bool)
-        owners = fps % self.partitions
-        with self.locked(range(self.partitions), exclusive=False):
-            for owner in np.unique(owners).tolist():
-                mine = np.flatnonzero(owners == owner)
-                levels = Table.reopen(self.table(owner)).levels_of(fps[mine])
-                seen[mine] = (levels >= 0) & (levels <= depth)
-        return seen
+    def claimed(self, fps: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct fingerprints claimed for level `depth` in their owners' tables: which no task
+        claimed before (new), and which are of that level (new, or claimed by another task, or
+        by an earlier attempt of this one); the others the tables hold from an earlier level."""
+        new, ours = np.zeros(len(fps), dtype=bool), np.zeros(len(fps), dtype=bool)
+        for owner, mine in by_owner(fps, self.partitions):
+            with self.locked(owner) as table:
+                new[mine], ours[mine] = table.offer(fps[mine], depth)
+        return new, ours
 
     def inbox(self, depth: int, owner: int, kind: str = "candidates") -> Path:
         """Where tasks leave what they send `owner` about level `depth`, a file each: the
@@ -200,9 +217,10 @@ class Files:
         return self.directory / f"{kind}-{depth}" / str(owner)
 
     @contextlib.contextmanager
-    def sending(self, depth: int, sender: int, kind: str = "candidates") -> Iterator[Callable[[int, bytes], None]]:
+    def sending(self, depth: int, sender: str, kind: str = "candidates") -> Iterator[Callable[[int, bytes], None]]:
         """send(owner, record): a task's records about level `depth`, one file per owner, each
-        written whole before it takes its name (a task that runs again writes them again, the same)."""
+        written whole before it takes its name. `sender` names the task (and its attempt: what
+        an attempt that runs again writes is beside the earlier attempt's, never over it)."""
         outputs: dict[int, tuple] = {}
         try:
 
@@ -287,15 +305,23 @@ class Watching(NamedTuple):
     watched: Callable[[Files, int, list, bool], None]
 
 
-def _level(making: tuple, order: type, files: Files, depth: int, partition: int, stop_on_findings: bool, watching: tuple | None, select: bool, expand: bool) -> Iterator[tuple]:
+def _attempt() -> int:
+    """Which attempt at its task the running Spark task is (0 the first)."""
+    from pyspark import TaskContext
+
+    return TaskContext.get().attemptNumber()
+
+
+def _level(making: tuple, order: type, files: Files, depth: int, partition: int, attempt: int, stop_on_findings: bool, watching: tuple | None, select: bool, expand: bool) -> Iterator[tuple]:
     """Partition `partition`'s level `depth`: selected from the candidates sent to it, and expanded
     (unless its own violations end the search), its successors sent to their owners for the next
     level; and a watch's part. A job may select only (the level then kept on file) or expand only
-    (a level selected before). Yields (new states, findings, successors made: `check`'s
-    generated, successors sent, what the watch gives)."""
+    (a level selected before). `attempt`: 0, or which attempt at the task after one that was
+    lost. Yields (new states, findings, successors made: `check`'s generated, successors sent
+    whole, what the watch gives)."""
     system = built(making)
     watch = built(watching).task(files, depth, partition) if watching else None
-    with without_cycle_collection(), files.sending(depth + 1, partition) as send:
+    with without_cycle_collection(), files.sending(depth + 1, f"{partition}.{attempt}") as send:
         new, findings, made = 0, [], (0, 0)
         if select:
             level, findings = _selected(system, order, files, depth, partition)
@@ -307,7 +333,7 @@ def _level(making: tuple, order: type, files: Files, depth: int, partition: int,
             for part in level.parts if level else ():
                 system.learn(*part)
         if expand and level is not None and not (findings and stop_on_findings):
-            made = _expanded(system, order, files, depth, partition, level, send, watch)
+            made = _expanded(system, order, files, depth, level, send, attempt > 0, watch)
         watched = watch.done(select) if watch else None
     gc.freeze()  # what the worker keeps for its next tasks (the systems and their caches, millions of objects) out of the cycle collector's walks: a walk between tasks cost up to a second a level
     yield new, findings, *made, watched  # once its files are in place
@@ -315,17 +341,21 @@ def _level(making: tuple, order: type, files: Files, depth: int, partition: int,
 
 def _selected(system: System, order: type, files: Files, depth: int, partition: int) -> tuple[Batch, list]:
     """The candidates sent to the partition for level `depth` put in its table: its new states (of
-    those found several times, the one of smallest order) as a Batch, and the findings among them;
-    their parent links written. The candidates are read a batch at a time, twice: their
-    fingerprints offered to the table, then of their states only the new ones kept (a task holds
-    its level, not every candidate it was sent)."""
-    with files.locked([partition], exclusive=True):
-        table = Table.reopen(files.table(partition), "r+")
-        news = [table.offer(np.frombuffer(_decode_fps(raw).fps, dtype=np.int64), depth)[1] for raw in files.received(depth, partition)]  # first seen at this level, by this task or an earlier attempt at it
+    those found several times, the one of smallest order, whole or offered) as a Batch, and the
+    findings among them; their parent links written. The candidates are read a batch at a time,
+    twice: their fingerprints offered to the table, then of their states only the new ones kept
+    (a task holds its level, not every candidate it was sent)."""
+    with files.locked(partition) as table:
+        news = [table.offer(np.frombuffer(_decode_fps(raw).fps, dtype=np.int64), depth)[1] for raw in files.received(depth, partition)]  # first seen at this level, claimed for it, or selected by an earlier attempt at it
     kept: list[Batch] = []
+    offers: list[Batch] = []
     parts: dict[int, tuple] = {}
     for raw, new in zip(files.received(depth, partition), news):
         batch = _decode_batch(raw)
+        if offered(batch):
+            mine = np.flatnonzero(new)
+            offers.append(Batch(np.frombuffer(batch.fps, dtype=np.int64)[mine].tobytes(), column_of(taken(orders_of(batch.orders), mine)), [], Packed()))
+            continue
         for part in batch.parts:
             system.learn(*part)
             parts.setdefault(part[0], part)
@@ -334,6 +364,8 @@ def _selected(system: System, order: type, files: Files, depth: int, partition: 
         kept.append(Batch(np.frombuffer(batch.fps, dtype=np.int64)[mine].tobytes(), column_of(taken(orders_of(batch.orders), mine)), [], batch.states.take(mine), violations))
     fps = np.frombuffer(b"".join(batch.fps for batch in kept), dtype=np.int64)
     fps, orders, places = order.smallest(fps, joined_orders([batch.orders for batch in kept]))
+    if offers:
+        orders = _smallest_offered(order, fps, orders, offers, f"partition {partition}'s level {depth}")
     found: dict[int, list] = {}
     offset = 0
     for batch in kept:
@@ -351,6 +383,17 @@ def _selected(system: System, order: type, files: Files, depth: int, partition: 
     return level, [(d, fp, tuple(v)) for d, fp, v in findings.best.values()]
 
 
+def _smallest_offered(order: type, fps: np.ndarray, orders: np.ndarray | list, offers: list[Batch], where: str) -> np.ndarray | list:
+    """The smallest order of each of a level's states (`fps`, sorted, with the orders they came
+    whole with), among those other tasks offered for them too. The task that claims a state
+    sends it whole: a state offered and sent by none is a fault of the engine, not of the model."""
+    every = [Batch(fps.tobytes(), column_of(orders), [], Packed()), *offers]
+    offered_fps, smallest, _places = order.smallest(np.frombuffer(b"".join(batch.fps for batch in every), dtype=np.int64), joined_orders([batch.orders for batch in every]))
+    if not np.array_equal(offered_fps, fps):
+        raise RuntimeError(f"{where}: {len(np.setdiff1d(offered_fps, fps)):,} states offered that no task sent whole")
+    return smallest
+
+
 def _in_kept_order(fps: np.ndarray, orders: np.ndarray | list, places: np.ndarray, kept: list[Batch]) -> tuple[bytes, bytes | list, Packed]:
     """A level's fingerprints, orders and states in the order they were kept (`places`: among the
     kept batches' states, one after the other), each batch's taken and let go in turn: the
@@ -364,15 +407,17 @@ def _in_kept_order(fps: np.ndarray, orders: np.ndarray | list, places: np.ndarra
     return fps[by_place].tobytes(), column_of(taken(orders, by_place)), joined(states)
 
 
-def _expanded(system: System, order: type, files: Files, depth: int, partition: int, level: Batch, send: Callable[[int, bytes], None], watch: WatchTask | None) -> tuple[int, int]:
-    """A partition's level expanded, a chunk at a time in the order's sequence: per chunk, the
-    successors neither seen before nor sent from an earlier chunk (of equal ones the one of
-    smallest order) built and sent to their owners. Returns the successors made, all counted,
-    and those sent."""
+def _expanded(system: System, order: type, files: Files, depth: int, level: Batch, send: Callable[[int, bytes], None], again: bool, watch: WatchTask | None) -> tuple[int, int]:
+    """A partition's level expanded, a chunk at a time in the order's sequence. A chunk's
+    successors are claimed for the next level in their owners' tables; of those neither held
+    from an earlier level nor met in an earlier chunk, each with its smallest order in the chunk,
+    the ones first claimed here are built and sent whole to their owners (every one, if `again`:
+    this attempt follows a lost one, whose claims these may be), and the others' orders offered.
+    Returns the successors made, all counted, and those sent whole."""
     expand, reach = system.expand, system.reach
     fps, orders = np.frombuffer(level.fps, dtype=np.int64), orders_of(level.orders)
     sequence = order.expansion(fps, orders)
-    met = Table(None)  # the successors this task has sent at this level: met again in a later chunk, they come at a larger order
+    met = Table(None)  # the successors this task has sent or offered at this level: met again in a later chunk, they come at a larger order
     known: dict[int, set] = {}  # per owner, the parts its file carries already
     generated = sent = 0
     for start in range(0, len(fps), CHUNK):
@@ -390,20 +435,32 @@ def _expanded(system: System, order: type, files: Files, depth: int, partition: 
         if watch:
             watch.expanded(chunk, handles, counts)
         keys = np.frombuffer(found_fps, dtype=np.int64)
-        unseen = np.flatnonzero(~files.seen_by(keys, depth))
+        fresh = distinct(keys)[0]
+        new, ours = files.claimed(fresh, depth + 1)
+        ours[ours] = met.offer(fresh[ours], depth)[0]
+        _place, unseen = located(fresh[ours], keys)
+        unseen = np.flatnonzero(unseen)
         origins = np.repeat(np.arange(len(chunk)), counts)[unseen]
         indices = unseen - (np.cumsum(counts) - counts)[origins]  # each successor's place among its parent's
-        found_fps, found_orders, places = order.smallest(keys[unseen], order.successors(chunk, origins, indices))
-        first, _ours = met.offer(found_fps, depth)
-        kept = np.flatnonzero(first)
+        found_fps, found_orders, places = order.smallest(keys[unseen], order.successors(chunk, origins, indices))  # found_fps: fresh[ours]
+        whole = (new | again)[ours]
+        offer = np.flatnonzero(~whole)
+        kept = np.flatnonzero(whole)
         kept = kept[np.argsort(places[kept], kind="stable")]  # built in the order found, a parent's successors together, as the model's caches like them
-        found_fps, found_orders, places = found_fps[kept], taken(found_orders, kept), unseen[places[kept]]
-        sent += len(found_fps)
-        owners = found_fps % files.partitions
-        for owner in np.unique(owners).tolist():
-            mine = np.flatnonzero(owners == owner)
-            send(owner, batch_of(system, found_fps[mine], taken(found_orders, mine), [reach(handles[at]) for at in places[mine].tolist()], known.setdefault(owner, set())))
+        sent += len(kept)
+        for owner, mine in by_owner(found_fps[offer], files.partitions):
+            send(owner, _encode(Batch(found_fps[offer[mine]].tobytes(), column_of(taken(found_orders, offer[mine])), [], Packed())))
+        for owner, mine in by_owner(found_fps[kept], files.partitions):
+            at = kept[mine]
+            send(owner, batch_of(system, found_fps[at], taken(found_orders, at), [reach(handles[unseen[place]]) for place in places[at].tolist()], known.setdefault(owner, set())))
     return generated, sent
+
+
+def by_owner(fps: np.ndarray, partitions: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Each partition that owns some of the fingerprints, with their places."""
+    owners = fps % partitions
+    for owner in np.unique(owners).tolist():
+        yield owner, np.flatnonzero(owners == owner)
 
 
 def batch_of(system: System, fps: np.ndarray, orders: np.ndarray | list, states: list, known: set[tuple[int, int]]) -> bytes:
@@ -464,7 +521,7 @@ def explore_spark(
     for owner in range(partitions):
         mine = [(fp, state) for fp, state in seeds.items() if fp % partitions == owner]
         if mine:
-            with files.sending(0, -1) as send:
+            with files.sending(0, "initial") as send:
                 fps = np.array([fp for fp, _s in mine], dtype=np.int64)
                 send(owner, batch_of(local, fps, order.initial(fps), [state for _fp, state in mine], set()))
     distinct = depth = level = 0
@@ -475,7 +532,7 @@ def explore_spark(
 
     def job(depth: int, select: bool, expand: bool) -> list[tuple]:
         """A job of one task per partition (see _level), its results by partition."""
-        return context.parallelize(range(partitions), partitions).mapPartitionsWithIndex(lambda partition, _none: _level(making, order, files, depth, partition, stop_on_findings, watch, select, expand)).collect()
+        return context.parallelize(range(partitions), partitions).mapPartitionsWithIndex(lambda partition, _none: _level(making, order, files, depth, partition, _attempt(), stop_on_findings, watch, select, expand)).collect()
 
     def watched(depth: int, summaries: list[tuple], expanded: bool) -> None:
         if watching:

@@ -37,6 +37,7 @@ WINDOW = 1 << 18  # slots of an old segment re-inserted at a time when it is reb
 REDUCE_AT = 1 << 20  # parent candidates buffered in a level before keeping only each state's smallest
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: spreads any fingerprint's bits over the slots
 SLOT_BYTES = 10  # a fingerprint (int64) and a level (uint16)
+BOARD = "board"  # a table's board in its directory, for processes that join it (Table.joined)
 
 
 class TooDeep(RuntimeError):
@@ -68,10 +69,25 @@ class Board:
     def __init__(self, context) -> None:
         """`context`: the multiprocessing context the sharing processes are started with."""
         self.header = np.frombuffer(mmap.mmap(-1, SEGMENTS * 4 * 8), dtype=np.int64).reshape(SEGMENTS, 4)
-        self.locks = [context.Lock() for _ in range(SEGMENTS)]
+        self.locks: list | None = [context.Lock() for _ in range(SEGMENTS)]
+
+    @classmethod
+    def in_file(cls, path: Path) -> "Board":
+        """A board kept in a file (made empty if absent), for processes that share a table on disk
+        without being forked from one another, each holding a lock of its own on the whole table
+        while it uses it (the Spark engine's tasks): the board then takes no lock."""
+        if not path.exists():
+            path.write_bytes(bytes(SEGMENTS * 4 * 8))
+        board = cls.__new__(cls)
+        board.header = np.memmap(path, dtype=np.int64, mode="r+", shape=(SEGMENTS, 4))
+        board.locks = None
+        return board
 
     def each_held(self, segments: list[int]) -> Iterator[int]:
         """The segments, each while holding its lock: a free one first, so that processes seldom wait."""
+        if self.locks is None:
+            yield from segments
+            return
         pending = list(segments)
         while pending:
             index = next((s for s in pending if self.locks[s].acquire(False)), None)
@@ -231,8 +247,8 @@ class Segment:
             if len(claims):
                 taken, first = np.unique(slot[claims], return_index=True)  # the earliest claimant of a free slot wins it
                 winners = claims[first]
+                self.levels[taken] = levels[pending[winners]]  # the level first: a process killed between the two leaves a free slot, not a key of level 0
                 table[taken] = wanted[winners]
-                self.levels[taken] = levels[pending[winners]]
                 new[pending[winners]] = True
                 final[pending[winners]] = taken
                 found[winners] = True
@@ -241,23 +257,6 @@ class Segment:
             pending, wanted = pending[again], wanted[again]
         self.count += int(new.sum())
         return new, final
-
-    def levels_of(self, keys: np.ndarray, hashes: np.ndarray) -> np.ndarray:
-        """The level each key was first seen at, -1 where it is absent: the probes of insert,
-        writing nothing (a table others write to between, never during, these reads)."""
-        table, mask = self.fps, len(self.fps) - 1
-        found = np.full(len(keys), -1, dtype=np.int32)
-        bits = np.uint64(len(self.fps).bit_length() - 1)
-        slot = ((hashes << np.uint64(SEGMENT_BITS)) >> (np.uint64(64) - bits)).astype(np.int64)
-        pending, wanted = np.arange(len(keys)), keys
-        while len(pending):
-            held = table[slot]
-            hit = held == wanted
-            found[pending[hit]] = self.levels[slot[hit]]
-            again = ~hit & (held != EMPTY)
-            slot = (slot[again] + 1) & mask
-            pending, wanted = pending[again], wanted[again]
-        return found
 
     def make_room(self, adding: int) -> None:
         if self.count + adding <= MAX_LOAD * len(self.fps):
@@ -292,17 +291,23 @@ class Segment:
         return f"{count}:{total:016x}"
 
     @classmethod
-    def load(cls, directory: Path, index: int, board: Board | None = None, mode: str = "r") -> "Segment":
-        """The segment's largest whole table on disk, as it is (read only unless `mode` is "r+",
-        then with its count): after a kill, the levels it holds may go beyond the last completed one."""
+    def joined(cls, directory: Path, index: int, board: Board) -> "Segment":
+        """A segment on disk as a board in a file says it is, mapped when first offered to (sync)."""
+        segment = cls.__new__(cls)
+        segment.directory, segment.index, segment.on_disk, segment.board, segment.fd = directory, index, True, board, None
+        segment.count, segment.fps, segment.levels = 0, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.uint16)
+        return segment
+
+    @classmethod
+    def load(cls, directory: Path, index: int, board: Board | None = None) -> "Segment":
+        """The segment's largest whole table on disk, read only, as it is: after a kill, the levels
+        it holds may go beyond the last completed one."""
         segment = cls.__new__(cls)
         segment.directory, segment.index, segment.on_disk, segment.board, segment.fd = directory, index, True, board, None
         complete = [c for c in cls.capacities_on_disk(directory, index) if all(p.exists() for p in segment._paths(c))]
         if not complete:
             raise Damaged(directory / f"seen-{index:02d}-*.fps.npy", "no whole pair of .fps.npy and .levels.npy")
-        segment.fps, segment.levels = segment._load(max(complete), mode)
-        if mode == "r+":
-            segment.count = int(np.count_nonzero(segment.fps))
+        segment.fps, segment.levels = segment._load(max(complete), "r")
         return segment
 
     @classmethod
@@ -325,9 +330,11 @@ class Table:
         self.segments = [Segment(Path(directory or "."), index, on_disk, capacity, board) for index in range(SEGMENTS)]
 
     def offer(self, fps: np.ndarray, level: int, first: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """Put fingerprints in the table, labelled `level` where new. Returns which are new (the
-        first of equal ones) and which are labelled `level` (new now, or earlier in the level).
-        Segments are taken from `first` on (sharing processes start apart, to meet less)."""
+        """Put fingerprints in the table, labelled `level` where new, or where labelled with a
+        later level (the Spark engine's tasks claim the next level's states while an owner may
+        still be selecting this one). Returns which are new (the first of equal ones) and which
+        are now labelled `level` (new now, or labelled this level or a later one before). Segments
+        are taken from `first` on (sharing processes start apart, to meet less)."""
         keys, hashes, order, bounds = self._by_segment(fps)
         new, ours = np.empty(len(keys), dtype=bool), np.empty(len(keys), dtype=bool)
         wanted = [index for index in (*range(first, SEGMENTS), *range(first)) if bounds[index] < bounds[index + 1]]
@@ -337,7 +344,11 @@ class Table:
             chosen = order[low:high]
             table.make_room(high - low)
             new[chosen], slot = table.insert(keys[chosen], hashes[chosen], level)
-            ours[chosen] = table.levels[slot] == level
+            held = table.levels[slot]
+            ours[chosen] = held >= level
+            later = held > level
+            if later.any():
+                table.levels[slot[later]] = level
             table.share()
         return new, ours
 
@@ -350,22 +361,13 @@ class Table:
         order = np.argsort(segment, kind="stable")  # a radix sort (4x faster than on intp); within a segment, the batch's order: the first of equal keys wins
         return keys, hashes, order, np.searchsorted(segment[order], np.arange(SEGMENTS + 1))
 
-    def levels_of(self, fps: np.ndarray) -> np.ndarray:
-        """The level each fingerprint was first seen at, -1 where it was not (see Segment.levels_of)."""
-        keys, hashes, order, bounds = self._by_segment(fps)
-        found = np.empty(len(keys), dtype=np.int32)
-        for index, table in enumerate(self.segments):
-            chosen = order[bounds[index] : bounds[index + 1]]
-            found[chosen] = table.levels_of(keys[chosen], hashes[chosen])
-        return found
-
     @classmethod
-    def reopen(cls, directory: Path, mode: str = "r") -> "Table":
-        """A table on disk as it is, read only (or "r+": to go on filling it), by a process that
-        does not share it with others at the time."""
+    def joined(cls, directory: Path) -> "Table":
+        """A table on disk that processes not forked from one another fill in turn, each holding a
+        lock on the whole table while it offers (Board.in_file: where each segment's table is)."""
         table = cls.__new__(cls)
-        table.board = None
-        table.segments = [Segment.load(Path(directory), index, mode=mode) for index in range(SEGMENTS)]
+        table.board = Board.in_file(Path(directory) / BOARD)
+        table.segments = [Segment.joined(Path(directory), index, table.board) for index in range(SEGMENTS)]
         return table
 
     def __len__(self) -> int:
