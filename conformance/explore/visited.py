@@ -13,7 +13,9 @@ segment's digest (its keys and their levels, wherever they lie) lets a resume ve
 
 The workers of a sharded search share one table (a Board: each segment's lock, and where its
 current table is): in memory its segments are memfd files, which a process that grows one replaces
-and the others map again; on disk they are the same files.
+and the others map again; on disk they are the same files. Processes not forked from one another
+(the Spark engine's tasks) join a table on disk through a board kept in a file beside it, each
+holding a lock of its own on the whole table while it uses it.
 """
 
 import io
