@@ -11,7 +11,8 @@ import pytest
 from adapters.model_adapter import ModelAdapter
 from adapters.mutants import MUTANTS, mutant_adapter
 from conformance.certify.certification import certify
-from conformance.certify.replay import differing_part, replay, trace_files
+from conformance.certify.comparison import differing_part
+from conformance.certify.replay import replay, trace_files
 from conformance.cli import main
 from conformance.corpus.generate import CORPUS_CONFIGS, DEFAULT_CORPUS, MANIFEST, GenerateOptions, generate, write_corpus
 from conformance.explore.configs import resolve

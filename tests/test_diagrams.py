@@ -13,7 +13,8 @@ import msgspec
 import pytest
 
 from adapters.mutants import mutant_adapter
-from conformance.certify.replay import Divergence, compare, replay
+from conformance.certify.comparison import compare
+from conformance.certify.replay import Divergence, replay
 from conformance.cli import main
 from conformance.corpus.generate import DEFAULT_CORPUS
 from conformance.diagrams.kraft import cluster_svg

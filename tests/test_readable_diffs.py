@@ -5,7 +5,8 @@ import json
 from adapters.model_adapter import ModelAdapter
 from adapters.mutants import mutant_adapter
 from conformance.certify.certification import certify
-from conformance.certify.replay import compare, replay
+from conformance.certify.comparison import compare
+from conformance.certify.replay import replay
 from conformance.certify.reports.terminal import terminal_summary
 from conformance.corpus.generate import DEFAULT_CORPUS
 from model.events import Send

@@ -1,6 +1,7 @@
 """Certification: replay the corpus through an adapter and judge, rule by rule.
 
 replay         drive an adapter through one trace; the first divergence
+comparison     a step's outputs against an allowed outcome's: the first differing part, in words and JSON
 verdicts       the verdict per rule, the run's totals, the coverage matrix
 shorten        a divergent trace cut to the steps that still make the adapter depart
 certification  the whole run: replay every trace, shorten, write the reports
