@@ -30,6 +30,9 @@ class Toy:
     def fair_id(self, action: str) -> int:
         return self.ids.setdefault(action, len(self.ids))
 
+    def action_ids(self) -> list[int]:
+        return list(range(len(self.ids)))  # a number is its own id: one process numbers them
+
     def initial_states(self) -> list:
         return [0]
 

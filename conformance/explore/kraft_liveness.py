@@ -10,23 +10,13 @@ asks it of every state (the rules are model.liveness's; which step is a fault de
 state: a timeout beating its traffic); and leaves(), asked only of a lasso's states.
 """
 
-from collections.abc import Hashable
-
 from conformance.explore.configs import CheckConfig
-from conformance.explore.interned import stable_fingerprint
+from conformance.explore.interned import Interned
 from conformance.explore.kraft_system import PREFIXES_CACHED, KraftSystem
 from conformance.explore.lasso import FAULT, NO_FAIRNESS
 from model import liveness
 from model import network
 from model.cluster import ClusterState, CutLink, link_actions, links_cut, node_actions
-
-FAIR_ID_MASK = (1 << 63) - 1
-
-
-def fair_id(fairness: Hashable) -> int:
-    """A fair action (model.liveness.fairness_of) as a non-negative int, the same in every process."""
-    return stable_fingerprint(fairness) & FAIR_ID_MASK
-
 
 class KraftLiveness(KraftSystem):
     def __init__(self, config: CheckConfig, fair_timers: frozenset = liveness.FAIR_TIMERS) -> None:
@@ -42,6 +32,7 @@ class KraftLiveness(KraftSystem):
         )
         self.fair_timers = fair_timers
         self.goal_rules = liveness.checked_goals(self.cluster)
+        self.fair_actions = Interned(tuple)  # model.liveness.fairness_of's, numbered as this process meets them
         self._prefix_labels: dict[tuple[int, ...], tuple] = {}
         self._message_labels: dict[int, tuple] = {}
         self._node_labels: dict[tuple, tuple] = {}
@@ -50,11 +41,15 @@ class KraftLiveness(KraftSystem):
     def goal_ids(self) -> tuple[str, ...]:
         return self.goal_rules
 
+    def action_ids(self) -> list[int]:
+        """Each fair action numbered so far as an id that is the same in every process."""
+        return self.fair_actions.fps
+
     def labels(self, state: tuple[int, ...], handles: list) -> tuple[list[int], list[int], int]:
-        """For expand()'s handles of a state: each step's label (a fair action's id, NO_FAIRNESS or
-        FAULT), the fair actions the state owes (enabled, within the bounds or not; a timer of
-        RESET_BY_TRAFFIC only once its node is quiet), each once, and the goals it meets (bit i:
-        goal_ids()[i])."""
+        """For expand()'s handles of a state: each step's label (a fair action's number, see
+        action_ids; NO_FAIRNESS or FAULT), the fair actions the state owes (enabled, within the
+        bounds or not; a timer of RESET_BY_TRAFFIC only once its node is quiet), each once, and
+        the goals it meets (bit i: goal_ids()[i])."""
         goals, fair_of, node_labels, owed, _heals = self._read(state)
         labels = []
         for _state, move, at in handles:
@@ -80,7 +75,7 @@ class KraftLiveness(KraftSystem):
         return not explored.issuperset(fair_of) or not explored.issuperset(heals) or any(label != FAULT and action not in explored for action, label in node_labels.items())
 
     def _read(self, state: tuple[int, ...]) -> tuple[int, dict, dict, list[int], list]:
-        """What labels() and leaves() read of a state: the goals it meets, the fair id of each
+        """What labels() and leaves() read of a state: the goals it meets, the fair action of each
         deliverable message's delivery, each node action's label, the fair actions owed (the fair
         ones among the node actions that are no fault here, and each delivery), the heals enabled."""
         size = self.size
@@ -165,7 +160,7 @@ class KraftLiveness(KraftSystem):
             labelled = []
             for action in node_actions(name, config, node, history, self.faults):
                 fairness = liveness.fairness_of(action, self.fair_timers)
-                labelled.append((action, NO_FAIRNESS if fairness is None else fair_id(fairness), liveness.fault_condition(action)))
+                labelled.append((action, NO_FAIRNESS if fairness is None else self.fair_actions.id(fairness), liveness.fault_condition(action)))
             found = self._node_labels[key] = (labelled, liveness.standing_round(name, node))
         return found
 
@@ -176,7 +171,7 @@ class KraftLiveness(KraftSystem):
         if found is None:
             envelope = self.messages.values[message_id]
             resets = tuple((n, timer) for n in self.cluster.ids for timer in liveness.RESET_BY_TRAFFIC if liveness.resets(timer, envelope, n))
-            fair = fair_id(("deliver", envelope))
+            fair = self.fair_actions.id(("deliver", envelope))
             found = self._message_labels[message_id] = (fair, (envelope.source, envelope.destination), resets, liveness.canvass_of(envelope))
         return found
 

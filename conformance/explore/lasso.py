@@ -42,8 +42,8 @@ FAIR, AT_BOUNDS, UNFAIR = 0, 1, 2  # a component's verdict
 
 
 class Graph(msgspec.Struct):
-    """The recorded graph, states in (depth, fingerprint) order, edges and owed actions per state
-    back to back (state i's are [start[i], start[i + 1])); an edge's `to` is -1 where its target
+    """The recorded graph, states in any order (where the judgement chooses among several, it
+    takes the first by depth, then fingerprint), edges and owed actions per state back to back (state i's are [start[i], start[i + 1])); an edge's `to` is -1 where its target
     was found but not expanded (a search stopped by a limit); a fair action is its number."""
 
     fps: np.ndarray
@@ -356,13 +356,13 @@ class Component:
 
 def path_to(graph: Graph, state: int, source: np.ndarray) -> list[tuple[int, int]]:
     """A shortest path from an initial state, as (state, label of the step into it): back
-    through the shallowest, then first, state a level up with a step to it."""
+    through the state a level up with a step to it that has the smallest fingerprint."""
     path = [(state, NO_FAIRNESS)]
     while graph.depth[path[-1][0]] > 0:
         target = path[-1][0]
         into = np.flatnonzero(graph.edge_to == target)
         up = into[graph.depth[source[into]] == graph.depth[target] - 1]
-        edge = int(up[np.argmin(source[up])])
+        edge = int(up[np.argmin(graph.fps[source[up]])])
         path[-1] = (target, int(graph.edge_label[edge]))
         path.append((int(source[edge]), NO_FAIRNESS))
     return path[::-1]
@@ -383,16 +383,19 @@ def judge(graph: Graph, place: int, rule: str, source: np.ndarray, alone_verdict
     verdict = verdicts(graph, members[~single], component[~single], count)
     verdict[component[single]] = alone_verdict[members[single]]
     shortest: list[tuple[int, Component, list]] = []  # (lasso length, component, cycle), the shortest found
-    fair = np.flatnonzero(verdict == FAIR)
-    if len(fair):
-        by_component = np.argsort(component, kind="stable")
-        starts = np.searchsorted(component[by_component], np.arange(count + 1))
-        entries = np.array([members[by_component[starts[c] : starts[c + 1]]].min() for c in fair.tolist()], dtype=np.int64)
-        for at in np.argsort(entries, kind="stable").tolist():  # shallowest first: a lasso is no shorter than its prefix
-            entry, number = int(entries[at]), int(fair[at])
+    fair = verdict[component] == FAIR
+    if fair.any():  # the fair components' states, each component's in (depth, fingerprint) order
+        states, numbers = members[fair], component[fair]
+        order = np.lexsort((graph.fps[states], graph.depth[states], numbers))
+        states, numbers = states[order], numbers[order]
+        firsts = np.flatnonzero(np.concatenate(([True], numbers[1:] != numbers[:-1])))
+        ends = np.append(firsts[1:], len(states))
+        entries = states[firsts]
+        for at in np.lexsort((graph.fps[entries], graph.depth[entries])).tolist():  # shallowest first: a lasso is no shorter than its prefix
+            entry = int(entries[at])
             if shortest and graph.depth[entry] + 1 > shortest[0][0]:
                 break
-            candidate = Component(graph, sorted(members[by_component[starts[number] : starts[number + 1]]].tolist()))
+            candidate = Component(graph, states[firsts[at] : ends[at]].tolist())
             cycle = candidate.fair_cycle(candidate.required())
             length = int(graph.depth[entry]) + 1 + len(cycle)
             if not shortest or length < shortest[0][0]:

@@ -6,8 +6,9 @@ processes, on the same fingerprint table, in memory or in a state directory), wi
 wrapped in a Recording: as a process expands a state it appends the state's fingerprint, its
 successors' fingerprints, each step's label, the fair actions the state owes and the goals it
 meets to files of its own. Every state is expanded by exactly one process, so the files together
-hold the graph once, whatever the number of workers; they are read back as arrays, states put in
-(depth, fingerprint) order, so the verdicts and lassos are the same for any number of workers.
+hold the graph once, whatever the number of workers; they are read back as arrays, in the order
+recorded. Where the judgement chooses among states (a lasso's), it chooses by depth, then
+fingerprint, so the verdicts and lassos are the same for any number of workers.
 Every safety property is checked by the engine on the same states, as the safety search checks it.
 """
 
@@ -27,10 +28,11 @@ from conformance.explore.engine import Progress, System, explore
 from conformance.explore.lasso import FAULT, Graph, Walk, judge_all
 from conformance.explore.packed import Packed
 from conformance.explore.sharded import explore_sharded
-from conformance.explore.sorted_keys import located, on_threads, ranked
+from conformance.explore.sorted_keys import distinct, located
 
 FLUSH_EDGES = 1 << 20  # a process writes its records out once it holds this many steps, and at each level's end
 STATE_COLUMNS = 4  # a state's record: fingerprint, goals met, steps, actions owed
+RECORDS = {"states": "q", "steps": "q", "labels": "i", "owed": "i", "levels": "q"}  # each file's array type: labels and fair actions are small numbers
 
 
 class LivenessSystem(System, Protocol):
@@ -40,9 +42,13 @@ class LivenessSystem(System, Protocol):
 
     def goal_ids(self) -> tuple[str, ...]: ...
 
+    def action_ids(self) -> list[int]:
+        """Each fair action labels() has numbered so far, as an id the same in every process:
+        number n is action_ids()[n] (each process numbers the actions as it meets them)."""
+
     def labels(self, state, handles: list) -> tuple[list[int], list[int], int]:
-        """Each step's label (a fair action's id >= 0, NO_FAIRNESS or FAULT), the fair actions the
-        state owes (each once), and the goals it meets as bits (bit i: goal_ids()[i])."""
+        """Each step's label (a fair action's number >= 0, NO_FAIRNESS or FAULT), the fair actions
+        the state owes (each once), and the goals it meets as bits (bit i: goal_ids()[i])."""
 
     def leaves(self, state, handles: list) -> bool:
         """Whether a step the state enables that is no fault leaves the bounds (asked of a lasso's states only)."""
@@ -82,14 +88,21 @@ class LivenessResult(msgspec.Struct):
 
 class Recording:
     """A system whose expand() also records what it expands, under `directory`, in files named
-    after the process (a sharded search's workers each write their own)."""
+    after the process (a sharded search's workers each write their own): per state its
+    fingerprint, the goals it meets and how many steps and actions owed it has; each step's
+    target and label; the actions owed; how many states each level had; and the process's
+    numbering of the fair actions (action_ids)."""
 
     def __init__(self, system: LivenessSystem, directory: Path) -> None:
         self.system, self.directory = system, directory
         self.prefix = directory / str(os.getpid())
-        self.states, self.steps, self.labels, self.owed = array("q"), array("q"), array("q"), array("q")
-        self.levels = array("q")  # (depth, states recorded at it) pairs
+        self.records: dict[str, tuple[str, list[int]]] = {name: (kind, []) for name, kind in RECORDS.items()}
+        self.states, self.steps, self.labels, self.owed = (self.records[name][1] for name in ("states", "steps", "labels", "owed"))
         self.in_level = 0
+
+    def __getattr__(self, name: str) -> object:
+        """The rest of the System protocol (reach, violations, pack...): the recorded system's own."""
+        return getattr(self.system, name)
 
     def expand(self, state) -> tuple[list[int], list]:
         return self.expand_known(self.system.fingerprint(state), state)
@@ -99,10 +112,10 @@ class Recording:
         system = self.system
         fps, handles = system.expand(state)
         labels, owed, goals = system.labels(state, handles)
-        self.states.extend((fp, goals, len(fps), len(owed)))
-        self.steps.extend(fps)
-        self.labels.extend(labels)
-        self.owed.extend(owed)
+        self.states += (fp, goals, len(fps), len(owed))
+        self.steps += fps
+        self.labels += labels
+        self.owed += owed
         self.in_level += 1
         if len(self.steps) >= FLUSH_EDGES:
             self.flush()
@@ -110,97 +123,60 @@ class Recording:
 
     def level_expanded(self, depth: int) -> None:
         """Every state of `depth` this process had is expanded: its records written out."""
-        self.levels.extend((depth, self.in_level))
+        self.records["levels"][1].extend((depth, self.in_level))
         self.in_level = 0
         self.flush()
 
     def flush(self) -> None:
-        for name, records in (("states", self.states), ("steps", self.steps), ("labels", self.labels), ("owed", self.owed), ("levels", self.levels)):
+        for name, (kind, records) in self.records.items():
             if records:
                 with open(f"{self.prefix}.{name}", "ab") as out:
-                    records.tofile(out)
+                    array(kind, records).tofile(out)
                 del records[:]
-
-    # The rest of the System protocol, as the recorded system has it.
-    def initial_states(self) -> list:
-        return self.system.initial_states()
-
-    def successors(self, state) -> Iterable[tuple[object, object]]:
-        return self.system.successors(state)
-
-    def reach(self, handle) -> object:
-        return self.system.reach(handle)
-
-    def key(self, handle) -> object:
-        return self.system.key(handle)
-
-    def fingerprint(self, state) -> int:
-        return self.system.fingerprint(state)
-
-    def violations(self, state) -> tuple:
-        return self.system.violations(state)
-
-    def pack(self, states: list) -> Packed:
-        return self.system.pack(states)
-
-    def parts(self, packed: Packed, known: set[tuple[int, int]]) -> list[tuple[int, int, bytes]]:
-        return self.system.parts(packed, known)
-
-    def learn(self, fp: int, kind: int, encoded: bytes) -> None:
-        self.system.learn(fp, kind, encoded)
-
-    def unpack(self, packed: Packed) -> list:
-        return self.system.unpack(packed)
-
-    def property_ids(self) -> tuple[str, ...]:
-        return self.system.property_ids()
+        with open(f"{self.prefix}.actions", "wb") as out:  # the whole numbering, as it stands
+            array("q", self.system.action_ids()).tofile(out)
 
 
 def recorded_graph(directory: Path, threads: int = 1) -> Graph:
-    """The records of every process that searched, as one graph in (depth, fingerprint) order."""
+    """The records of every process that searched, as one graph, each process's states in the
+    order it recorded them, the processes' one after the other, and each fair action numbered by
+    its place among the ids of all of them."""
     processes = sorted({path.stem for path in directory.glob("*.states")})
 
     def read(process: str, name: str) -> np.ndarray:
         path = directory / f"{process}.{name}"
-        return np.fromfile(path, dtype=np.int64) if path.exists() else np.zeros(0, dtype=np.int64)
+        dtype = np.int64 if name in ("actions", "levels") else np.dtype(RECORDS[name])
+        return np.fromfile(path, dtype=dtype).astype(np.int64, copy=False) if path.exists() else np.zeros(0, dtype=np.int64)
 
-    rows = [read(p, "states").reshape(-1, STATE_COLUMNS) for p in processes]
-    levels = [read(p, "levels").reshape(-1, 2) for p in processes]
-    states = np.concatenate(rows) if rows else np.zeros((0, STATE_COLUMNS), dtype=np.int64)
-    depth = np.concatenate([np.repeat(level[:, 0], level[:, 1]) for level in levels]) if levels else np.zeros(0, dtype=np.int64)
-    steps = np.concatenate([read(p, "steps") for p in processes]) if processes else np.zeros(0, dtype=np.int64)
-    labels = np.concatenate([read(p, "labels") for p in processes]) if processes else np.zeros(0, dtype=np.int64)
-    owed = np.concatenate([read(p, "owed") for p in processes]) if processes else np.zeros(0, dtype=np.int64)
+    numbering = {p: read(p, "actions") for p in processes}
+    actions = distinct(np.concatenate([np.zeros(0, dtype=np.int64), *numbering.values()]))[0]
+    ranks = {p: np.searchsorted(actions, numbered) for p, numbered in numbering.items()}  # each process's numbers to places in `actions`
+
+    def renumbered(process: str, name: str) -> np.ndarray:
+        numbers = read(process, name)
+        fair = numbers >= 0
+        numbers[fair] = ranks[process][numbers[fair]]
+        return numbers
+
+    def joined(parts: Iterable[np.ndarray]) -> np.ndarray:
+        return np.concatenate([np.zeros(0, dtype=np.int64), *parts])
+
+    states = joined(read(p, "states") for p in processes).reshape(-1, STATE_COLUMNS)
+    depth = joined(np.repeat(level[:, 0], level[:, 1]) for level in (read(p, "levels").reshape(-1, 2) for p in processes))
     fps, degree, owes = states[:, 0], states[:, 2], states[:, 3]
-    order = np.lexsort((fps, depth))
-    (edge_start, edge_at), (owed_start, owed_at) = on_threads(lambda counts: regrouped(counts, order), [degree, owes], threads)
-    fps = fps[order]
     by_fp = np.argsort(fps)
-    place, found = located(fps[by_fp], steps[edge_at], threads)
-    labels = labels[edge_at]
-    fair = labels >= 0
-    actions, (owed, labels[fair]) = ranked([owed[owed_at], labels[fair]], threads)  # the fair actions, each numbered by its place in `actions`
+    place, found = located(fps[by_fp], joined(read(p, "steps") for p in processes), threads)
     return Graph(
         fps=fps,
-        depth=depth[order],
-        goals=states[order, 1],
-        edge_start=edge_start,
+        depth=depth,
+        goals=states[:, 1],
+        edge_start=np.concatenate(([0], np.cumsum(degree))),
         edge_to=np.where(found, by_fp[place], -1),
-        edge_label=labels,
-        owed_start=owed_start,
-        owed=owed,
+        edge_label=joined(renumbered(p, "labels") for p in processes),
+        owed_start=np.concatenate(([0], np.cumsum(owes))),
+        owed=joined(renumbered(p, "owed") for p in processes),
         actions=actions,
     )
-
-
-def regrouped(counts: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Runs laid back to back, run i `counts[i]` long, put in `order`: where each run starts
-    anew (and the end), and where each of its items was."""
-    old_start = np.concatenate(([0], np.cumsum(counts)))
-    lengths = counts[order]
-    new_start = np.concatenate(([0], np.cumsum(lengths)))
-    at = np.repeat(old_start[:-1][order] - new_start[:-1], lengths) + np.arange(int(new_start[-1]), dtype=np.int64)
-    return new_start, at
 
 
 def rebuilt(system: LivenessSystem, graph: Graph, walk: Walk) -> Lasso:
@@ -226,10 +202,10 @@ def shortest_lasso(system: LivenessSystem, graph: Graph, walks: list[Walk]) -> L
 def step_to(system: LivenessSystem, graph: Graph, state, target: int, place: int) -> tuple[object, object]:
     """The state `target` of the graph as a step from `state` labelled `place` (a fair action's
     number, or NO_FAIRNESS or FAULT) reaches it, and the step's action key."""
-    label = int(graph.actions[place]) if place >= 0 else place
+    wanted = int(graph.actions[place]) if place >= 0 else place
     fps, handles = system.expand(state)
-    labels = system.labels(state, handles)[0]
-    at = next(i for i, (fp, step_label) in enumerate(zip(fps, labels)) if fp == graph.fps[target] and step_label == label)
+    ids = system.action_ids()
+    at = next(i for i, (fp, label) in enumerate(zip(fps, system.labels(state, handles)[0])) if fp == graph.fps[target] and (ids[label] if label >= 0 else label) == wanted)
     return system.reach(handles[at]), system.key(handles[at])
 
 
@@ -259,7 +235,7 @@ def check_liveness(
     of `system`), its table and levels in `state_dir` if given (the records beside them, in
     state_dir/liveness), else in memory (the records in a temporary directory)."""
     start = time.perf_counter()
-    with records_directory(state_dir) as records:
+    with small_pages(), records_directory(state_dir) as records:
 
         def recording() -> Recording:
             return Recording(system, records)
@@ -271,10 +247,27 @@ def check_liveness(
             result = explore_sharded(recording, workers, local=system, **options)
         searched = time.perf_counter() - start
         graph = recorded_graph(records, workers)
-    judged = judge_all(graph, system.goal_ids(), workers)
+        judged = judge_all(graph, system.goal_ids(), workers)
     verdicts = [Verdict(j.rule, shortest_lasso(system, graph, j.walks), j.components, j.at_bounds, j.unfair) for j in judged]
     transitions = int(graph.edge_start[-1]) if len(graph) else 0
     return LivenessResult(len(graph), transitions, time.perf_counter() - start, result.complete, result.stopped, verdicts, result.counterexamples, workers, searched)
+
+
+@contextlib.contextmanager
+def small_pages() -> Iterator[None]:
+    """numpy's arrays in Linux's ordinary pages while the graph is read back and judged. numpy
+    asks for transparent huge pages for every array over 4 MiB; once a search has filled the
+    page cache, a fault on a 2 MiB page can stall, and on a 2-core virtual machine reading back
+    and judging smoke under kafka-4.0 took 2.4 times as long with them (about 10.5 s against 4.4)."""
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:  # numpy before 2.0
+        from numpy.core.multiarray import _set_madvise_hugepage
+    before = _set_madvise_hugepage(False)
+    try:
+        yield
+    finally:
+        _set_madvise_hugepage(before)
 
 
 @contextlib.contextmanager

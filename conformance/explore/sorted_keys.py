@@ -34,12 +34,6 @@ def located(ascending: np.ndarray, queries: np.ndarray, threads: int = 1) -> tup
     return place, ascending[place] == queries
 
 
-def ranked(parts: list[np.ndarray], threads: int = 1) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The keys of all `parts` once each, ascending, and each part with every key replaced by its place there."""
-    keys = distinct(np.concatenate(on_threads(lambda part: distinct(part)[0], parts, threads)))[0]
-    return keys, on_threads(lambda part: np.searchsorted(keys, part), parts, threads)
-
-
 def on_threads(function: Callable[[np.ndarray], object], parts: list[np.ndarray], threads: int) -> list:
     """`function` of each part, in order, on up to `threads` threads."""
     if threads <= 1 or len(parts) <= 1 or sum(map(len, parts)) <= THREADED_ABOVE:
