@@ -168,6 +168,8 @@ def test_the_sorted_key_operations_are_numpys_on_any_number_of_threads(parts, th
         place, there = sorted_keys.located(ascending, everything, threads)
         assert there.tolist() == [value in set(arrays[0].tolist()) for value in everything.tolist()]
         assert (ascending[place[there]] == everything[there]).all()
+        order = sorted_keys.argsorted(everything, threads)
+        assert sorted(order.tolist()) == list(range(len(everything))) and everything[order].tolist() == sorted(everything.tolist())
 
 
 @settings(max_examples=300, deadline=None)

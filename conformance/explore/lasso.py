@@ -16,9 +16,11 @@ weak fairness:
                   component: the bounded graph cannot tell; counted, never called a violation or a proof
     unfair        such an action leads out of the component from every state: not a violation
 
-Most states lie on no cycle of a property's subgraph: they are peeled off first, in whole-array
-passes (a state no step enters or leaves inside the subgraph is a component of its own);
-rounds of colouring, then Tarjan's algorithm, split what is left; then every component is
+Most states lie on no cycle of a property's subgraph: they are peeled off first (a state no
+step enters or leaves inside the subgraph is a component of its own; each state taken away
+counts down its neighbours' steps, found through the edges grouped by target as well as by
+source); rounds of colouring (each passing a colour on only from the states whose colour
+changed), then Tarjan's algorithm, split what is left; then every component is
 judged at once, in whole-array operations over the actions each state owes and each step takes.
 A component of one state is judged the same whatever the property, so those are judged once for
 all properties (alone_verdicts); each property then judges only its larger components.
@@ -55,6 +57,9 @@ class Graph(msgspec.Struct):
     owed_start: np.ndarray
     owed: np.ndarray
     actions: np.ndarray  # the fair actions' ids, ascending: in edge_label and owed, an action is its place here
+    into: np.ndarray  # the edges again, grouped by target: those into state s are into[into_start[rank[s]] : into_start[rank[s] + 1]]
+    into_start: np.ndarray
+    rank: np.ndarray
 
     def __len__(self) -> int:
         return len(self.fps)
@@ -99,20 +104,29 @@ def sources(graph: Graph) -> np.ndarray:
 def peeled(graph: Graph, inside: np.ndarray, source: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The fault-free edges between states `inside`, and the states left once those no such edge
     enters or leaves are taken away, again and again (none of them is on a cycle): (alive, edge
-    sources, edge targets) among what is left."""
+    sources, edge targets) among what is left. Each state taken away has its edges' other ends
+    counted down, so each edge is looked at once from either end, however long the chains."""
+    count = len(graph)
     keep = (graph.edge_label != FAULT) & (graph.edge_to >= 0)
     keep[keep] = inside[source[keep]] & inside[graph.edge_to[keep]]
     tails, heads = source[keep], graph.edge_to[keep]
-    alive = inside.copy()
-    while True:
-        entered = np.bincount(heads, minlength=len(graph)) > 0
-        left = np.bincount(tails, minlength=len(graph)) > 0
-        still = alive & entered & left
-        if still.sum() == alive.sum():
-            return alive, tails, heads
-        alive = still
-        both = still[tails] & still[heads]
-        tails, heads = tails[both], heads[both]
+    entering, leaving = np.bincount(heads, minlength=count), np.bincount(tails, minlength=count)
+    alive = inside & (entering > 0) & (leaving > 0)
+    taken = np.flatnonzero(inside & ~alive)
+    while len(taken):
+        out = spans(graph.edge_start, taken)[0]
+        out = out[keep[out]]
+        into = graph.into[spans(graph.into_start, graph.rank[taken])[0]]
+        into = into[keep[into]]
+        targets, sources_ = graph.edge_to[out], source[into]
+        np.subtract.at(entering, targets, 1)
+        np.subtract.at(leaving, sources_, 1)
+        touched = np.concatenate((targets, sources_))
+        touched = touched[alive[touched]]
+        taken = distinct(touched[(entering[touched] == 0) | (leaving[touched] == 0)])[0]
+        alive[taken] = False
+    both = alive[tails] & alive[heads]
+    return alive, tails[both], heads[both]
 
 
 def strongly_connected(states: np.ndarray, tails: np.ndarray, heads: np.ndarray) -> tuple[np.ndarray, int]:
@@ -123,7 +137,8 @@ def strongly_connected(states: np.ndarray, tails: np.ndarray, heads: np.ndarray)
     count = len(states)
     local = np.zeros(int(states[-1]) + 1 if count else 0, dtype=np.int64)
     local[states] = np.arange(count, dtype=np.int64)
-    tails, heads = local[tails], local[heads]
+    by_tail = np.argsort(local[tails], kind="stable")  # coloured() takes the edges by tail (a search's come so: one run to check)
+    tails, heads = local[tails[by_tail]], local[heads[by_tail]]
     component = np.full(count, -1, dtype=np.int64)
     active = np.ones(count, dtype=bool)
     found = 0
@@ -143,17 +158,20 @@ TARJAN_BELOW = 20_000  # states: fewer are left to Tarjan's algorithm at once
 
 
 def coloured(tails: np.ndarray, heads: np.ndarray, active: np.ndarray, component: np.ndarray, found: int) -> int:
-    """One round of colouring: each active state takes the largest number of a state that
-    reaches it; a state whose own number that is is a root, and its component is the states of
+    """One round of colouring (the edges by tail): each active state takes the largest number of
+    a state that reaches it; a state whose own number that is is a root, and its component is the states of
     its colour that reach it back. Those components are numbered from `found` and made inactive;
     returns the next free number."""
     own = np.arange(len(active), dtype=np.int64)
     colour = own.copy()
-    while True:
-        raise_ = colour[tails] > colour[heads]
-        if not raise_.any():
-            break
-        np.maximum.at(colour, heads[raise_], colour[tails[raise_]])
+    start = np.searchsorted(tails, np.arange(len(active) + 1))  # the edges, by tail: state s's are [start[s], start[s + 1])
+    changed = np.flatnonzero(active)
+    while len(changed):  # only the states whose colour changed pass it on
+        at = spans(start, changed)[0]
+        raise_ = colour[tails[at]] > colour[heads[at]]
+        at = at[raise_]
+        np.maximum.at(colour, heads[at], colour[tails[at]])
+        changed = distinct(heads[at])[0]
     taken = active & (colour == own)
     roots = np.flatnonzero(taken)
     while True:

@@ -28,7 +28,7 @@ from conformance.explore.engine import Progress, System, explore
 from conformance.explore.lasso import FAULT, Graph, Walk, judge_all
 from conformance.explore.packed import Packed
 from conformance.explore.sharded import explore_sharded
-from conformance.explore.sorted_keys import distinct, located
+from conformance.explore.sorted_keys import argsorted, distinct, located
 
 FLUSH_EDGES = 1 << 20  # a process writes its records out once it holds this many steps, and at each level's end
 STATE_COLUMNS = 4  # a state's record: fingerprint, goals met, steps, actions owed
@@ -165,7 +165,12 @@ def recorded_graph(directory: Path, threads: int = 1) -> Graph:
     depth = joined(np.repeat(level[:, 0], level[:, 1]) for level in (read(p, "levels").reshape(-1, 2) for p in processes))
     fps, degree, owes = states[:, 0], states[:, 2], states[:, 3]
     by_fp = np.argsort(fps)
-    place, found = located(fps[by_fp], joined(read(p, "steps") for p in processes), threads)
+    steps = joined(read(p, "steps") for p in processes)
+    by_target = argsorted(steps, threads)
+    place, found = located(fps[by_fp], steps, threads, by_target)
+    into = by_target[found[by_target]]  # the edges to a state expanded, grouped by its target's place in by_fp
+    rank = np.empty(len(fps), dtype=np.int64)
+    rank[by_fp] = np.arange(len(fps), dtype=np.int64)
     return Graph(
         fps=fps,
         depth=depth,
@@ -176,6 +181,9 @@ def recorded_graph(directory: Path, threads: int = 1) -> Graph:
         owed_start=np.concatenate(([0], np.cumsum(owes))),
         owed=joined(renumbered(p, "owed") for p in processes),
         actions=actions,
+        into=into,
+        into_start=np.concatenate(([0], np.cumsum(np.bincount(place[into], minlength=len(fps))))),
+        rank=rank,
     )
 
 

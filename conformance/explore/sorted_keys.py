@@ -21,17 +21,26 @@ def distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[firsts], np.diff(np.append(firsts, len(ordered)))
 
 
-def located(ascending: np.ndarray, queries: np.ndarray, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Where each query is in `ascending` (any place where it is not), and whether it is there."""
+def located(ascending: np.ndarray, queries: np.ndarray, threads: int = 1, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Where each query is in `ascending` (any place where it is not), and whether it is there;
+    `order`: the queries' argsorted(), if the caller has it."""
     if not len(ascending):
         return np.zeros(len(queries), dtype=np.int64), np.zeros(len(queries), dtype=bool)
-    if threads > 1 and len(queries) > THREADED_ABOVE:
-        parts = on_threads(lambda chunk: located(ascending, chunk), np.array_split(queries, threads), threads)
-        return np.concatenate([place for place, _ in parts]), np.concatenate([there for _, there in parts])
-    order = np.argsort(queries)
+    if order is None:
+        order = argsorted(queries, threads)
     place = np.empty(len(queries), dtype=np.int64)
     place[order] = np.minimum(np.searchsorted(ascending, queries[order]), len(ascending) - 1)
     return place, ascending[place] == queries
+
+
+def argsorted(keys: np.ndarray, threads: int = 1) -> np.ndarray:
+    """An argsort of the keys (equal keys in any order), its parts sorted on threads: a stable
+    sort of the sorted parts put back to back only merges them."""
+    if threads <= 1 or len(keys) <= THREADED_ABOVE:
+        return np.argsort(keys)
+    parts = np.array_split(np.arange(len(keys), dtype=np.int64), threads)
+    runs = np.concatenate(on_threads(lambda part: part[np.argsort(keys[part[0] : part[-1] + 1])] if len(part) else part, parts, threads))
+    return runs[np.argsort(keys[runs], kind="stable")]
 
 
 def on_threads(function: Callable[[np.ndarray], object], parts: list[np.ndarray], threads: int) -> list:
