@@ -184,3 +184,17 @@ def test_colouring_splits_a_graph_into_the_components_tarjan_finds(graph):
     with mock.patch.object(lasso, "TARJAN_BELOW", 0):
         found, also = lasso.strongly_connected(states, tails, heads)
     assert also == count and len(np.unique(np.stack([expected, found]), axis=1).T) == count
+
+
+def test_the_graph_is_read_and_judged_in_ordinary_pages_and_the_setting_given_back():
+    from numpy._core.multiarray import _set_madvise_hugepage
+
+    from conformance.explore.liveness_search import small_pages
+
+    before = _set_madvise_hugepage(True)
+    try:
+        with small_pages():
+            assert _set_madvise_hugepage(False) is False  # off inside
+        assert _set_madvise_hugepage(True) is True  # given back as it was
+    finally:
+        _set_madvise_hugepage(before)

@@ -264,9 +264,10 @@ def check_liveness(
 @contextlib.contextmanager
 def small_pages() -> Iterator[None]:
     """numpy's arrays in Linux's ordinary pages while the graph is read back and judged. numpy
-    asks for transparent huge pages for every array over 4 MiB; once a search has filled the
-    page cache, a fault on a 2 MiB page can stall, and on a 2-core virtual machine reading back
-    and judging smoke under kafka-4.0 took 2.4 times as long with them (about 10.5 s against 4.4)."""
+    asks for transparent huge pages for every array over 4 MiB; on a virtual machine whose host
+    takes back the memory its guest frees (as the search's workers exit), faulting 2 MiB pages
+    in again can stall, and on a 2-core one reading back and judging smoke under kafka-4.0 took
+    2.4 times as long with them (about 10.5 s against 4.4)."""
     try:
         from numpy._core.multiarray import _set_madvise_hugepage
     except ImportError:  # numpy before 2.0
