@@ -45,8 +45,9 @@ FAIR, AT_BOUNDS, UNFAIR = 0, 1, 2  # a component's verdict
 
 class Graph(msgspec.Struct):
     """The recorded graph, states in any order (where the judgement chooses among several, it
-    takes the first by depth, then fingerprint), edges and owed actions per state back to back (state i's are [start[i], start[i + 1])); an edge's `to` is -1 where its target
-    was found but not expanded (a search stopped by a limit); a fair action is its number."""
+    takes the first by depth, then fingerprint), edges and owed actions per state back to back
+    (state i's are [start[i], start[i + 1])); an edge's `to` is -1 where its target was found
+    but not expanded (a search stopped by a limit); a fair action is its number."""
 
     fps: np.ndarray
     depth: np.ndarray
@@ -137,8 +138,9 @@ def strongly_connected(states: np.ndarray, tails: np.ndarray, heads: np.ndarray)
     count = len(states)
     local = np.zeros(int(states[-1]) + 1 if count else 0, dtype=np.int64)
     local[states] = np.arange(count, dtype=np.int64)
-    by_tail = np.argsort(local[tails], kind="stable")  # coloured() takes the edges by tail (a search's come so: one run to check)
-    tails, heads = local[tails[by_tail]], local[heads[by_tail]]
+    tails, heads = local[tails], local[heads]
+    by_tail = np.argsort(tails, kind="stable")  # coloured() takes the edges by tail (a search's come so: one run to check)
+    tails, heads = tails[by_tail], heads[by_tail]
     component = np.full(count, -1, dtype=np.int64)
     active = np.ones(count, dtype=bool)
     found = 0
@@ -159,8 +161,8 @@ TARJAN_BELOW = 20_000  # states: fewer are left to Tarjan's algorithm at once
 
 def coloured(tails: np.ndarray, heads: np.ndarray, active: np.ndarray, component: np.ndarray, found: int) -> int:
     """One round of colouring (the edges by tail): each active state takes the largest number of
-    a state that reaches it; a state whose own number that is is a root, and its component is the states of
-    its colour that reach it back. Those components are numbered from `found` and made inactive;
+    a state that reaches it; a state whose own number that is is a root, and its component is
+    the states of its colour that reach it back. Those components are numbered from `found` and made inactive;
     returns the next free number."""
     own = np.arange(len(active), dtype=np.int64)
     colour = own.copy()

@@ -26,7 +26,6 @@ import numpy as np
 
 from conformance.explore.engine import Progress, System, explore
 from conformance.explore.lasso import FAULT, Graph, Walk, judge_all
-from conformance.explore.packed import Packed
 from conformance.explore.sharded import explore_sharded
 from conformance.explore.sorted_keys import argsorted, distinct, located
 
@@ -145,8 +144,7 @@ def recorded_graph(directory: Path, threads: int = 1) -> Graph:
 
     def read(process: str, name: str) -> np.ndarray:
         path = directory / f"{process}.{name}"
-        dtype = np.int64 if name in ("actions", "levels") else np.dtype(RECORDS[name])
-        return np.fromfile(path, dtype=dtype).astype(np.int64, copy=False) if path.exists() else np.zeros(0, dtype=np.int64)
+        return np.fromfile(path, dtype=np.dtype(RECORDS.get(name, "q"))).astype(np.int64, copy=False) if path.exists() else np.zeros(0, dtype=np.int64)
 
     numbering = {p: read(p, "actions") for p in processes}
     actions = distinct(np.concatenate([np.zeros(0, dtype=np.int64), *numbering.values()]))[0]
